@@ -1,0 +1,204 @@
+//! A heap home for a future that is recycled when the future finishes at once.
+//!
+//! [`FastFuture::from_future`](super::FastFuture::from_future) must poll a future once and,
+//! only if it is not done, keep it for later. A future that is not `Unpin` (every `async fn`)
+//! may not move after its first poll, so it must be polled where it will live if it turns out
+//! to be pending: on the heap. Allocating that home for every call would cost the ready path an
+//! allocation, so homes are recycled: each thread keeps a few freed blocks, keyed by layout,
+//! and a future that completes on its first poll gives its block back. In the steady state a
+//! ready call reuses a block and allocates nothing; a pending call keeps its block as the
+//! `Box` of the spawned future, exactly as if it had been boxed up front.
+
+use std::alloc::{self, Layout};
+use std::cell::RefCell;
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
+use std::pin::Pin;
+use std::ptr::NonNull;
+use std::task::{Context, Poll};
+
+/// How many freed blocks one thread keeps. A server has a handful of distinct handler future
+/// layouts; a few spare blocks each is plenty, and the bound keeps idle memory small.
+const CACHED_BLOCKS_PER_THREAD: usize = 16;
+
+/// Freed blocks of this thread, each with the layout it was allocated with.
+struct BlockCache {
+    blocks: Vec<(Layout, NonNull<u8>)>,
+}
+
+impl Drop for BlockCache {
+    fn drop(&mut self) {
+        for (layout, ptr) in self.blocks.drain(..) {
+            // SAFETY: every cached block was allocated by the global allocator with `layout`.
+            unsafe { alloc::dealloc(ptr.as_ptr(), layout) };
+        }
+    }
+}
+
+thread_local! {
+    static CACHE: RefCell<BlockCache> = const { RefCell::new(BlockCache { blocks: Vec::new() }) };
+}
+
+fn take_block(layout: Layout) -> NonNull<u8> {
+    let cached = CACHE
+        .try_with(|cache| {
+            let mut cache = cache.borrow_mut();
+            let index = cache.blocks.iter().rposition(|(l, _)| *l == layout)?;
+            Some(cache.blocks.swap_remove(index).1)
+        })
+        .ok()
+        .flatten();
+    cached.unwrap_or_else(|| {
+        // SAFETY: `layout` has a non-zero size (zero-sized futures never reach here).
+        let ptr = unsafe { alloc::alloc(layout) };
+        NonNull::new(ptr).unwrap_or_else(|| alloc::handle_alloc_error(layout))
+    })
+}
+
+fn give_back_block(layout: Layout, ptr: NonNull<u8>) {
+    let kept = CACHE
+        .try_with(|cache| {
+            let mut cache = cache.borrow_mut();
+            if cache.blocks.len() < CACHED_BLOCKS_PER_THREAD {
+                cache.blocks.push((layout, ptr));
+                true
+            } else {
+                false
+            }
+        })
+        .unwrap_or(false);
+    if !kept {
+        // SAFETY: the block was allocated by the global allocator with `layout`.
+        unsafe { alloc::dealloc(ptr.as_ptr(), layout) };
+    }
+}
+
+/// A future of type `F` living in a (possibly recycled) heap block.
+///
+/// Invariant: `ptr` points to an initialized `F` in a block allocated by the global allocator
+/// with `Layout::new::<F>()` (or is dangling when `F` is zero-sized). The `F` never moves.
+pub(crate) struct Slot<F> {
+    ptr: NonNull<F>,
+    _owns: PhantomData<F>,
+}
+
+// SAFETY: a `Slot<F>` owns its `F` exactly like a `Box<F>` does.
+unsafe impl<F: Send> Send for Slot<F> {}
+
+impl<F: Future> Slot<F> {
+    pub(crate) fn new(future: F) -> Self {
+        let layout = Layout::new::<F>();
+        let ptr = if layout.size() == 0 {
+            NonNull::dangling()
+        } else {
+            take_block(layout).cast::<F>()
+        };
+        // SAFETY: `ptr` is valid for writes of `F` and suitably aligned.
+        unsafe { ptr.as_ptr().write(future) };
+        Slot {
+            ptr,
+            _owns: PhantomData,
+        }
+    }
+
+    pub(crate) fn poll(&mut self, cx: &mut Context<'_>) -> Poll<F::Output> {
+        // SAFETY: the future is never moved out of its block (see the type's invariant).
+        unsafe { Pin::new_unchecked(self.ptr.as_mut()) }.poll(cx)
+    }
+
+    /// Turns the slot into an ordinary pinned box, without moving the future.
+    pub(crate) fn into_box(self) -> Pin<Box<F>> {
+        let this = ManuallyDrop::new(self);
+        // SAFETY: the block was allocated by the global allocator with `Layout::new::<F>()`
+        // (or is dangling for a zero-sized `F`), which is what `Box<F>` expects; the future
+        // stays where it was polled, so pinning it is sound.
+        unsafe { Pin::new_unchecked(Box::from_raw(this.ptr.as_ptr())) }
+    }
+}
+
+impl<F> Drop for Slot<F> {
+    fn drop(&mut self) {
+        // SAFETY: the slot owns an initialized `F`; after this it is never used again.
+        unsafe { self.ptr.as_ptr().drop_in_place() };
+        let layout = Layout::new::<F>();
+        if layout.size() != 0 {
+            give_back_block(layout, self.ptr.cast());
+        }
+    }
+}
+
+impl<F> fmt::Debug for Slot<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Slot").finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::task::Waker;
+
+    struct CountsDrops(Arc<AtomicUsize>);
+    impl Drop for CountsDrops {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn ready_future_is_dropped_and_block_reused() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let guard = CountsDrops(drops.clone());
+        let mut slot = Slot::new(async move {
+            let _guard = guard;
+            7u64
+        });
+        let first = slot.ptr.cast::<u8>();
+        assert_eq!(
+            slot.poll(&mut Context::from_waker(Waker::noop())),
+            Poll::Ready(7)
+        );
+        drop(slot);
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
+
+        // Same layout again: the freed block comes back.
+        let guard = CountsDrops(drops.clone());
+        let slot = Slot::new(async move {
+            let _guard = guard;
+            8u64
+        });
+        assert_eq!(slot.ptr.cast::<u8>(), first);
+        drop(slot);
+        assert_eq!(drops.load(Ordering::SeqCst), 2, "unpolled future dropped");
+    }
+
+    #[test]
+    fn pending_future_keeps_running_from_its_box() {
+        let mut polled = false;
+        let mut slot = Slot::new(std::future::poll_fn(move |_| {
+            if polled {
+                Poll::Ready("done")
+            } else {
+                polled = true;
+                Poll::Pending
+            }
+        }));
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(slot.poll(&mut cx).is_pending());
+        let mut boxed = slot.into_box();
+        assert_eq!(boxed.as_mut().poll(&mut cx), Poll::Ready("done"));
+    }
+
+    #[test]
+    fn zero_sized_futures_need_no_block() {
+        let mut slot = Slot::new(std::future::ready(()));
+        assert_eq!(
+            slot.poll(&mut Context::from_waker(Waker::noop())),
+            Poll::Ready(())
+        );
+    }
+}

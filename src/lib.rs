@@ -1,0 +1,3 @@
+//! fastgrpc: a gRPC server that answers ready calls inline.
+pub mod future;
+pub use future::FastFuture;
