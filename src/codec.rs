@@ -1,0 +1,198 @@
+//! gRPC message framing: a 1-byte compressed flag, a 4-byte big-endian length, the message.
+//!
+//! Decoding is strict: a unary request body must hold exactly one whole frame. Every way a body
+//! can be wrong maps to the status the gRPC spec and the other implementations use, with a
+//! message that says what was wrong. Encoding writes the frame into one buffer of exactly the
+//! right size.
+
+use bytes::{BufMut, Bytes, BytesMut};
+use prost::Message;
+use tonic::Status;
+
+/// Length of the frame prefix: compressed flag (1 byte) and message length (4 bytes).
+pub const FRAME_HEADER_LEN: usize = 5;
+
+/// Default limit on a received message, as in gRPC's other implementations: 4 MiB.
+pub const DEFAULT_MAX_RECEIVE_MESSAGE_SIZE: usize = 4 * 1024 * 1024;
+
+/// Decodes the one message a complete unary request body must carry.
+///
+/// `max_message_size` bounds the declared message length; a longer message is refused with
+/// `RESOURCE_EXHAUSTED` before anything is decoded. The message is decoded straight from
+/// `body`, without copying it first.
+///
+/// ```
+/// use bytes::Bytes;
+/// use fastgrpc::codec;
+///
+/// let frame = codec::encode(&"hi".to_string()).unwrap();
+/// let decoded: String = codec::decode_unary(frame, codec::DEFAULT_MAX_RECEIVE_MESSAGE_SIZE).unwrap();
+/// assert_eq!(decoded, "hi");
+///
+/// let error = codec::decode_unary::<String>(Bytes::from_static(&[0, 0, 0]), 1024).unwrap_err();
+/// assert_eq!(error.code(), tonic::Code::Internal);
+/// ```
+pub fn decode_unary<M: Message + Default>(
+    mut body: Bytes,
+    max_message_size: usize,
+) -> Result<M, Status> {
+    if body.is_empty() {
+        return Err(Status::internal(
+            "missing request message: the request body is empty",
+        ));
+    }
+    let len = frame_len(&body, max_message_size)?;
+    let available = body.len() - FRAME_HEADER_LEN;
+    if available < len {
+        return Err(Status::internal(format!(
+            "truncated request message: the frame declares {len} bytes but the body holds {available}"
+        )));
+    }
+    if available > len {
+        return Err(Status::internal(
+            "more than one request message for a unary call",
+        ));
+    }
+    let message = body.split_off(FRAME_HEADER_LEN);
+    M::decode(message)
+        .map_err(|error| Status::internal(format!("failed to decode the request message: {error}")))
+}
+
+/// Reads and checks a frame header, returning the declared message length.
+fn frame_len(frame: &[u8], max_message_size: usize) -> Result<usize, Status> {
+    let Some(header) = frame.first_chunk::<FRAME_HEADER_LEN>() else {
+        return Err(Status::internal(format!(
+            "truncated request message: {} bytes is shorter than the 5-byte frame header",
+            frame.len()
+        )));
+    };
+    match header[0] {
+        0 => {}
+        1 => {
+            return Err(Status::internal(
+                "compressed request message, but the request has no grpc-encoding",
+            ));
+        }
+        flag => {
+            return Err(Status::internal(format!(
+                "invalid compressed flag {flag} in a request frame (must be 0 or 1)"
+            )));
+        }
+    }
+    let len = u32::from_be_bytes([header[1], header[2], header[3], header[4]]) as usize;
+    if len > max_message_size {
+        return Err(Status::resource_exhausted(format!(
+            "request message of {len} bytes is larger than the limit of {max_message_size} bytes"
+        )));
+    }
+    Ok(len)
+}
+
+/// Encodes `message` as one uncompressed frame, in a buffer of exactly the frame's size.
+pub fn encode<M: Message>(message: &M) -> Result<Bytes, Status> {
+    let len = message.encoded_len();
+    let Ok(declared) = u32::try_from(len) else {
+        return Err(Status::resource_exhausted(format!(
+            "response message of {len} bytes does not fit a gRPC frame"
+        )));
+    };
+    let mut buf = BytesMut::with_capacity(FRAME_HEADER_LEN + len);
+    buf.put_u8(0);
+    buf.put_u32(declared);
+    message.encode_raw(&mut buf);
+    debug_assert_eq!(
+        buf.len(),
+        FRAME_HEADER_LEN + len,
+        "encoded_len agrees with encode_raw"
+    );
+    Ok(buf.freeze())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tonic::Code;
+
+    fn frame(flag: u8, declared: u32, payload: &[u8]) -> Bytes {
+        let mut buf = vec![flag];
+        buf.extend_from_slice(&declared.to_be_bytes());
+        buf.extend_from_slice(payload);
+        Bytes::from(buf)
+    }
+
+    fn decode_err(body: Bytes, limit: usize) -> Status {
+        decode_unary::<String>(body, limit).unwrap_err()
+    }
+
+    #[test]
+    fn round_trip_uses_exact_buffer() {
+        let text = "hello, framing".to_string();
+        let encoded = encode(&text).unwrap();
+        assert_eq!(encoded.len(), FRAME_HEADER_LEN + text.encoded_len());
+        assert_eq!(&encoded[..5], &[0, 0, 0, 0, text.encoded_len() as u8]);
+        assert_eq!(decode_unary::<String>(encoded, 1024).unwrap(), text);
+    }
+
+    #[test]
+    fn empty_message_is_a_valid_frame() {
+        let encoded = encode(&()).unwrap();
+        assert_eq!(&encoded[..], &[0, 0, 0, 0, 0]);
+        decode_unary::<()>(encoded, 0).unwrap();
+    }
+
+    #[test]
+    fn message_exactly_at_the_limit_is_accepted_and_one_more_byte_is_not() {
+        let text = "x".repeat(100);
+        let len = text.encoded_len();
+        decode_unary::<String>(encode(&text).unwrap(), len).unwrap();
+        let error = decode_err(encode(&text).unwrap(), len - 1);
+        assert_eq!(error.code(), Code::ResourceExhausted);
+        assert!(
+            error.message().contains("larger than the limit"),
+            "{error:?}"
+        );
+    }
+
+    #[test]
+    fn oversized_declaration_is_refused_before_the_body_arrives() {
+        // Only the header is here; the declared size alone must be enough to refuse.
+        let error = decode_err(frame(0, u32::MAX, &[]), DEFAULT_MAX_RECEIVE_MESSAGE_SIZE);
+        assert_eq!(error.code(), Code::ResourceExhausted);
+    }
+
+    #[test]
+    fn malformed_bodies_are_internal_with_clear_messages() {
+        let cases: [(Bytes, &str); 6] = [
+            (Bytes::new(), "missing request message"),
+            (
+                Bytes::from_static(&[0, 0]),
+                "shorter than the 5-byte frame header",
+            ),
+            (
+                frame(0, 10, b"abc"),
+                "declares 10 bytes but the body holds 3",
+            ),
+            (frame(1, 0, &[]), "no grpc-encoding"),
+            (frame(7, 0, &[]), "invalid compressed flag 7"),
+            (frame(0, 2, &[0x0a, 0x05]), "failed to decode"),
+        ];
+        for (body, expected) in cases {
+            let error = decode_err(body, 1024);
+            assert_eq!(error.code(), Code::Internal, "{expected}");
+            assert!(
+                error.message().contains(expected),
+                "{:?} lacks {expected:?}",
+                error.message()
+            );
+        }
+    }
+
+    #[test]
+    fn two_frames_in_a_unary_body_are_refused() {
+        let mut body = encode(&"a".to_string()).unwrap().to_vec();
+        body.extend_from_slice(&encode(&"b".to_string()).unwrap());
+        let error = decode_err(Bytes::from(body), 1024);
+        assert_eq!(error.code(), Code::Internal);
+        assert!(error.message().contains("more than one"));
+    }
+}
