@@ -1,0 +1,112 @@
+//! The `recover` step: turning a call's outcome into gRPC response headers and trailers.
+//!
+//! A call that fails before sending a message answers *trailers-only*: one HEADERS frame that
+//! carries `grpc-status` (and `grpc-message`) and ends the stream. A call that succeeds sends
+//! headers, the message, and trailers holding `grpc-status: 0`. Status messages are
+//! percent-encoded by [`tonic::Status`], so any Unicode text and whitespace survive the trip.
+
+use http::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use tonic::Status;
+
+use crate::body::ResponseBody;
+
+/// `content-type` of every gRPC response fastgrpc sends.
+pub(crate) const GRPC_CONTENT_TYPE: HeaderValue = HeaderValue::from_static("application/grpc");
+
+const GRPC_STATUS: HeaderName = HeaderName::from_static("grpc-status");
+const GRPC_STATUS_OK: HeaderValue = HeaderValue::from_static("0");
+
+/// Headers the gRPC protocol owns; user metadata may not set them.
+const RESERVED_HEADERS: [HeaderName; 5] = [
+    HeaderName::from_static("te"),
+    CONTENT_TYPE,
+    HeaderName::from_static("grpc-message"),
+    HeaderName::from_static("grpc-message-type"),
+    GRPC_STATUS,
+];
+
+/// A trailers-only response carrying `status`.
+///
+/// ```
+/// let response = fastgrpc::status::response(&tonic::Status::not_found("no such user"));
+/// assert_eq!(response.headers()["grpc-status"], "5");
+/// assert_eq!(response.headers()["grpc-message"], "no%20such%20user");
+/// ```
+pub fn response(status: &Status) -> http::Response<ResponseBody> {
+    let mut headers = HeaderMap::with_capacity(4);
+    headers.insert(CONTENT_TYPE, GRPC_CONTENT_TYPE);
+    if let Err(unencodable) = status.add_header(&mut headers) {
+        // Only the status's own metadata can fail to encode; answer with what does encode.
+        tracing::warn!(%unencodable, "status metadata could not be encoded; sending the bare status");
+        headers.clear();
+        headers.insert(CONTENT_TYPE, GRPC_CONTENT_TYPE);
+        let bare = Status::new(status.code(), status.message());
+        let _ = bare.add_header(&mut headers);
+    }
+    let mut response = http::Response::new(ResponseBody::empty());
+    *response.headers_mut() = headers;
+    response
+}
+
+/// The response headers of a successful call, from the handler's initial metadata.
+pub(crate) fn ok_headers(mut metadata: HeaderMap) -> HeaderMap {
+    if !metadata.is_empty() {
+        for reserved in &RESERVED_HEADERS {
+            metadata.remove(reserved);
+        }
+    }
+    metadata.insert(CONTENT_TYPE, GRPC_CONTENT_TYPE);
+    metadata
+}
+
+/// The trailers of a successful call.
+pub(crate) fn ok_trailers() -> HeaderMap {
+    let mut trailers = HeaderMap::with_capacity(1);
+    trailers.insert(GRPC_STATUS, GRPC_STATUS_OK);
+    trailers
+}
+
+/// The answer to a request whose `content-type` is not gRPC: HTTP 415, as the spec asks.
+pub(crate) fn unsupported_media_type() -> http::Response<ResponseBody> {
+    plain_http(http::StatusCode::UNSUPPORTED_MEDIA_TYPE)
+}
+
+/// The answer to a request that is not a POST: HTTP 405.
+pub(crate) fn method_not_allowed() -> http::Response<ResponseBody> {
+    plain_http(http::StatusCode::METHOD_NOT_ALLOWED)
+}
+
+fn plain_http(code: http::StatusCode) -> http::Response<ResponseBody> {
+    let mut response = http::Response::new(ResponseBody::empty());
+    *response.status_mut() = code;
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tonic::Code;
+
+    #[test]
+    fn trailers_only_response_round_trips_message() {
+        let message = "\t\ntest with whitespace\r\nand Unicode BMP ☺ and non-BMP 😈\t\n";
+        let response = response(&Status::unknown(message));
+        assert_eq!(response.status(), http::StatusCode::OK);
+        assert_eq!(response.headers()[CONTENT_TYPE], "application/grpc");
+        let parsed = Status::from_header_map(response.headers()).expect("grpc-status present");
+        assert_eq!(parsed.code(), Code::Unknown);
+        assert_eq!(parsed.message(), message);
+    }
+
+    #[test]
+    fn user_metadata_cannot_override_protocol_headers() {
+        let mut metadata = HeaderMap::new();
+        metadata.insert("grpc-status", HeaderValue::from_static("13"));
+        metadata.insert("content-type", HeaderValue::from_static("text/plain"));
+        metadata.insert("x-user", HeaderValue::from_static("kept"));
+        let headers = ok_headers(metadata);
+        assert!(headers.get("grpc-status").is_none());
+        assert_eq!(headers[CONTENT_TYPE], "application/grpc");
+        assert_eq!(headers["x-user"], "kept");
+    }
+}
