@@ -17,6 +17,26 @@ use std::task::{Context, Poll, Waker};
 
 use self::slot::Slot;
 
+/// The future a generated trait method returns: a reply or a status.
+///
+/// Implement a method as an `async fn`, or spell the return type `impl RpcFuture<Reply>` and
+/// return a [`FastFuture`] when the answer needs no waiting:
+///
+/// ```
+/// use fastgrpc::{FastFuture, Response, RpcFuture};
+///
+/// fn answer(name: String) -> impl RpcFuture<String> {
+///     FastFuture::ok(Response::new(format!("Hello {name}!")))
+/// }
+/// # let _ = answer("you".into());
+/// ```
+pub trait RpcFuture<T>: Future<Output = Result<tonic::Response<T>, tonic::Status>> + Send {}
+
+impl<T, F> RpcFuture<T> for F where
+    F: Future<Output = Result<tonic::Response<T>, tonic::Status>> + Send
+{
+}
+
 /// A boxed, sendable future: what [`FastFuture`] falls back to when a step is pending.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 

@@ -16,7 +16,10 @@ impl Wake for CountingWaker {
     }
 }
 
-fn poll_once<T, E>(future: &mut FastFuture<T, E>, waker: &Arc<CountingWaker>) -> Poll<Result<T, E>> {
+fn poll_once<T, E>(
+    future: &mut FastFuture<T, E>,
+    waker: &Arc<CountingWaker>,
+) -> Poll<Result<T, E>> {
     let waker = Waker::from(waker.clone());
     Pin::new(future).poll(&mut Context::from_waker(&waker))
 }
@@ -43,7 +46,10 @@ fn ready_chain_runs_inline_in_order() {
 fn map_does_not_touch_errors_and_map_err_does_not_touch_values() {
     let failed: FastFuture<u32, &str> = FastFuture::err("boom");
     let failed = failed.map(|_| unreachable!("map must skip errors"));
-    assert_eq!(failed.map_err(str::len).into_ready().ok(), Some(Err::<u32, _>(4)));
+    assert_eq!(
+        failed.map_err(str::len).into_ready().ok(),
+        Some(Err::<u32, _>(4))
+    );
 
     let fine: FastFuture<u32, &str> = FastFuture::ok(3);
     let fine = fine.map_err(|_: &str| -> usize { unreachable!("map_err must skip values") });
@@ -58,24 +64,31 @@ fn and_then_short_circuits_on_error() {
         });
     assert_eq!(out.into_ready().ok(), Some(Err("early")));
 
-    let out = FastFuture::<u32, &str>::ok(2).and_then(|n| FastFuture::err(if n == 2 { "two" } else { "other" }));
+    let out = FastFuture::<u32, &str>::ok(2)
+        .and_then(|n| FastFuture::err(if n == 2 { "two" } else { "other" }));
     assert_eq!(out.into_ready().ok(), Some(Err::<u32, _>("two")));
 }
 
 #[test]
 fn or_else_handles_errors_and_passes_values() {
-    let healed = FastFuture::<u32, &str>::err("x").or_else(|e| FastFuture::<u32, ()>::ok(e.len() as u32));
+    let healed =
+        FastFuture::<u32, &str>::err("x").or_else(|e| FastFuture::<u32, ()>::ok(e.len() as u32));
     assert_eq!(healed.into_ready().ok(), Some(Ok(1)));
-    let kept = FastFuture::<u32, &str>::ok(9).or_else(|_| -> FastFuture<u32, ()> { unreachable!() });
+    let kept =
+        FastFuture::<u32, &str>::ok(9).or_else(|_| -> FastFuture<u32, ()> { unreachable!() });
     assert_eq!(kept.into_ready().ok(), Some(Ok(9)));
-    let still_failing = FastFuture::<u32, &str>::err("x").or_else(|_| FastFuture::<u32, u8>::err(7));
+    let still_failing =
+        FastFuture::<u32, &str>::err("x").or_else(|_| FastFuture::<u32, u8>::err(7));
     assert_eq!(still_failing.into_ready().ok(), Some(Err(7)));
 }
 
 #[test]
 fn recover_turns_errors_into_values() {
     let recovered = FastFuture::<String, &str>::err("bad").recover(|e| format!("recovered {e}"));
-    assert_eq!(recovered.into_ready().ok(), Some(Ok("recovered bad".to_string())));
+    assert_eq!(
+        recovered.into_ready().ok(),
+        Some(Ok("recovered bad".to_string()))
+    );
     let untouched = FastFuture::<String, &str>::ok("fine".into()).recover(|_| unreachable!());
     assert_eq!(untouched.into_ready().ok(), Some(Ok("fine".to_string())));
 }
@@ -94,15 +107,18 @@ fn pending_chain_resolves_after_wake_ups() {
     let ran_map = Arc::new(AtomicUsize::new(0));
     let ran = ran_map.clone();
 
-    let mut chain = FastFuture::<u32, &str>::from_future(async move { first_rx.await.map_err(|_| "dropped") })
-        .map(move |n| {
-            ran.fetch_add(1, Ordering::SeqCst);
-            n + 1
-        })
-        .and_then(move |n| {
-            FastFuture::from_future(async move { Ok(n + second_rx.await.map_err(|_| "dropped")?) })
-        })
-        .map_err(|e| e.len());
+    let mut chain =
+        FastFuture::<u32, &str>::from_future(async move { first_rx.await.map_err(|_| "dropped") })
+            .map(move |n| {
+                ran.fetch_add(1, Ordering::SeqCst);
+                n + 1
+            })
+            .and_then(move |n| {
+                FastFuture::from_future(
+                    async move { Ok(n + second_rx.await.map_err(|_| "dropped")?) },
+                )
+            })
+            .map_err(|e| e.len());
     assert!(!chain.is_ready());
 
     let waker = Arc::new(CountingWaker::default());
@@ -111,7 +127,10 @@ fn pending_chain_resolves_after_wake_ups() {
 
     first_tx.send(10).unwrap();
     assert_eq!(waker.0.load(Ordering::SeqCst), 1, "sending woke the chain");
-    assert!(poll_once(&mut chain, &waker).is_pending(), "second step still waits");
+    assert!(
+        poll_once(&mut chain, &waker).is_pending(),
+        "second step still waits"
+    );
     assert_eq!(ran_map.load(Ordering::SeqCst), 1);
 
     second_tx.send(100).unwrap();
@@ -122,9 +141,10 @@ fn pending_chain_resolves_after_wake_ups() {
 #[test]
 fn pending_errors_flow_through_recover() {
     let (tx, rx) = oneshot::channel::<u32>();
-    let mut chain = FastFuture::<u32, &str>::from_future(async move { rx.await.map_err(|_| "sender dropped") })
-        .map(|_| unreachable!("no value arrives"))
-        .recover(|e: &str| e.len() as u32);
+    let mut chain =
+        FastFuture::<u32, &str>::from_future(async move { rx.await.map_err(|_| "sender dropped") })
+            .map(|_| unreachable!("no value arrives"))
+            .recover(|e: &str| e.len() as u32);
     let waker = Arc::new(CountingWaker::default());
     assert!(poll_once(&mut chain, &waker).is_pending());
     drop(tx);
@@ -148,5 +168,8 @@ fn awaiting_a_ready_value_returns_it_once() {
     let again = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let _ = poll_once(&mut fut, &waker);
     }));
-    assert!(again.is_err(), "polling after completion is reported, not silently hung");
+    assert!(
+        again.is_err(),
+        "polling after completion is reported, not silently hung"
+    );
 }
