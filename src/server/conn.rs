@@ -1,0 +1,217 @@
+//! The connection driver: one HTTP/2 connection, served with the h2 crate directly.
+//!
+//! h2 flushes queued frames whenever its connection is polled. Answering each stream right
+//! after accepting it would therefore cost one `write(2)` per response. Instead the driver
+//! accepts *every* stream h2 has ready (`poll_accept` until it is pending: by then all bytes
+//! the socket had were read, so most request bodies are complete), answers the whole batch, and
+//! only then polls again, which writes all the responses together.
+//!
+//! A stream whose response is ready is answered inside that poll, on the connection's thread:
+//! no task, no box, no waker. A stream whose response is pending moves to a spawned task.
+
+use std::future::poll_fn;
+use std::panic::{self, AssertUnwindSafe};
+use std::pin::pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::{Bytes, BytesMut};
+use futures_util::FutureExt;
+use h2::server::{Connection, SendResponse};
+use h2::{RecvStream, SendStream};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_util::sync::CancellationToken;
+use tonic::Status;
+
+use super::Shared;
+use crate::body::{RequestBody, ResponseBody};
+use crate::handler::ResponseFuture;
+use crate::status;
+
+/// How many accept-and-answer rounds one poll may run before letting other tasks in.
+const ROUNDS_PER_POLL: usize = 16;
+
+/// Serves `io` until the peer closes it, it fails, or `shutdown` fires and in-flight calls end.
+pub(crate) async fn serve<IO>(io: IO, shared: Arc<Shared>, shutdown: CancellationToken)
+where
+    IO: AsyncRead + AsyncWrite + Unpin,
+{
+    let handshake = shared.http2.builder().handshake::<IO, Bytes>(io);
+    let mut conn = tokio::select! {
+        result = handshake => match result {
+            Ok(conn) => conn,
+            Err(error) => {
+                tracing::debug!(%error, "HTTP/2 handshake failed");
+                return;
+            }
+        },
+        () = shutdown.cancelled() => return,
+    };
+    let mut driver = Driver {
+        shared,
+        batch: Vec::new(),
+    };
+    let result = tokio::select! {
+        result = poll_fn(|cx| driver.poll(&mut conn, cx)) => result,
+        () = shutdown.cancelled() => {
+            // GOAWAY: the peer opens no new streams; the ones in flight are finished.
+            conn.graceful_shutdown();
+            poll_fn(|cx| driver.poll(&mut conn, cx)).await
+        }
+    };
+    if let Err(error) = result {
+        tracing::debug!(%error, "HTTP/2 connection ended with an error");
+    }
+}
+
+type Stream = (http::Request<RecvStream>, SendResponse<Bytes>);
+
+struct Driver {
+    shared: Arc<Shared>,
+    /// Streams accepted in this round; kept between polls so its buffer is allocated once.
+    batch: Vec<Stream>,
+}
+
+impl Driver {
+    fn poll<IO>(
+        &mut self,
+        conn: &mut Connection<IO, Bytes>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<(), h2::Error>>
+    where
+        IO: AsyncRead + AsyncWrite + Unpin,
+    {
+        for _ in 0..ROUNDS_PER_POLL {
+            // Polling the connection also flushes what the previous round queued.
+            let closed = loop {
+                match conn.poll_accept(cx) {
+                    Poll::Ready(Some(Ok(stream))) => self.batch.push(stream),
+                    Poll::Ready(Some(Err(error))) => return Poll::Ready(Err(error)),
+                    Poll::Ready(None) => break true,
+                    Poll::Pending => break false,
+                }
+            };
+            if closed {
+                return Poll::Ready(Ok(()));
+            }
+            if self.batch.is_empty() {
+                return Poll::Pending;
+            }
+            for (request, respond) in self.batch.drain(..) {
+                serve_stream(&self.shared, request, respond, cx);
+            }
+        }
+        // Streams keep arriving: yield to other tasks, and come back at once.
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
+
+/// Answers one stream: inline if its response is ready, from a spawned task otherwise.
+fn serve_stream(
+    shared: &Shared,
+    request: http::Request<RecvStream>,
+    respond: SendResponse<Bytes>,
+    cx: &mut Context<'_>,
+) {
+    let (parts, recv) = request.into_parts();
+    let request = http::Request::from_parts(parts, take_received(recv, cx));
+    let response = panic::catch_unwind(AssertUnwindSafe(|| shared.router.call(request)))
+        .unwrap_or_else(|panic| ResponseFuture::ok(panic_response(panic)));
+    match response.into_ready() {
+        Ok(Ok(response)) => send(response, respond),
+        Ok(Err(never)) => match never {},
+        Err(pending) => {
+            tokio::spawn(finish_pending(pending, respond));
+        }
+    }
+}
+
+/// Completes a pending call, or drops it when the client resets the stream first.
+async fn finish_pending(response: ResponseFuture, mut respond: SendResponse<Bytes>) {
+    let response = {
+        let mut response = pin!(AssertUnwindSafe(response).catch_unwind());
+        let reset = poll_fn(|cx| respond.poll_reset(cx));
+        tokio::select! {
+            biased;
+            response = response.as_mut() => response,
+            reason = reset => {
+                tracing::debug!(?reason, "client reset the stream; dropping its call");
+                return;
+            }
+        }
+    };
+    match response {
+        Ok(Ok(response)) => send(response, respond),
+        Ok(Err(never)) => match never {},
+        Err(panic) => send(panic_response(panic), respond),
+    }
+}
+
+/// The body as far as it has been received; complete if the client has finished sending.
+fn take_received(mut recv: RecvStream, cx: &mut Context<'_>) -> RequestBody {
+    let mut received: Option<Bytes> = None;
+    loop {
+        if recv.is_end_stream() {
+            return RequestBody::complete(received.unwrap_or_default());
+        }
+        match recv.poll_data(cx) {
+            Poll::Ready(Some(Ok(chunk))) => {
+                let _ = recv.flow_control().release_capacity(chunk.len());
+                received = Some(match received {
+                    None => chunk,
+                    Some(first) => {
+                        let mut joined = BytesMut::from(first);
+                        joined.extend_from_slice(&chunk);
+                        joined.freeze()
+                    }
+                });
+            }
+            Poll::Ready(None) => return RequestBody::complete(received.unwrap_or_default()),
+            // Not all here yet (or broken, which reading the rest reports): finish later.
+            Poll::Ready(Some(Err(_))) | Poll::Pending => {
+                return RequestBody::streaming(received, recv);
+            }
+        }
+    }
+}
+
+/// Queues a complete response on the stream. h2 buffers what flow control does not yet allow.
+fn send(response: http::Response<ResponseBody>, mut respond: SendResponse<Bytes>) {
+    let (parts, body) = response.into_parts();
+    let (message, trailers) = body.into_parts();
+    let head = http::Response::from_parts(parts, ());
+    let ends_with_headers = message.is_none() && trailers.is_none();
+    let result = respond
+        .send_response(head, ends_with_headers)
+        .and_then(|mut stream| send_body(&mut stream, message, trailers));
+    if let Err(error) = result {
+        // The client went away; there is nobody left to tell.
+        tracing::debug!(%error, "could not send the response");
+    }
+}
+
+fn send_body(
+    stream: &mut SendStream<Bytes>,
+    message: Option<Bytes>,
+    trailers: Option<http::HeaderMap>,
+) -> Result<(), h2::Error> {
+    if let Some(message) = message {
+        stream.send_data(message, trailers.is_none())?;
+    }
+    match trailers {
+        Some(trailers) => stream.send_trailers(trailers),
+        None => Ok(()),
+    }
+}
+
+/// A handler panicked: the call ends with `INTERNAL`; the connection and its other calls live on.
+fn panic_response(panic: Box<dyn std::any::Any + Send>) -> http::Response<ResponseBody> {
+    let detail = panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("non-string panic payload");
+    tracing::error!(panic = detail, "a gRPC handler panicked");
+    status::response(&Status::internal("the handler panicked"))
+}

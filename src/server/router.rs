@@ -1,0 +1,132 @@
+//! Routing a request to the service its `:path` names, checking it is a gRPC request first.
+
+use std::fmt;
+
+use tonic::Status;
+
+use super::service::FastService;
+use crate::FastFuture;
+use crate::body::RequestBody;
+use crate::handler::ResponseFuture;
+use crate::status;
+
+/// The services a server hosts, looked up by fully-qualified name (`package.Service`).
+#[derive(Default)]
+pub(crate) struct Router {
+    /// Few services per server: a linear scan over names beats hashing the path.
+    routes: Vec<(&'static str, Box<dyn FastService>)>,
+}
+
+impl Router {
+    /// Adds `service` under `name`; a later service with the same name replaces the earlier.
+    pub(crate) fn add(&mut self, name: &'static str, service: Box<dyn FastService>) {
+        match self
+            .routes
+            .iter_mut()
+            .find(|(existing, _)| *existing == name)
+        {
+            Some(route) => route.1 = service,
+            None => self.routes.push((name, service)),
+        }
+    }
+
+    /// Answers `request`: HTTP errors for non-gRPC requests, `UNIMPLEMENTED` for unknown
+    /// services, the service's own answer otherwise.
+    pub(crate) fn call(&self, request: http::Request<RequestBody>) -> ResponseFuture {
+        if request.method() != http::Method::POST {
+            return FastFuture::ok(status::method_not_allowed());
+        }
+        if !is_grpc_content_type(request.headers().get(http::header::CONTENT_TYPE)) {
+            return FastFuture::ok(status::unsupported_media_type());
+        }
+        let path = request.uri().path();
+        match self.route(path) {
+            Some(service) => service.call(request),
+            None => FastFuture::ok(status::response(&Status::unimplemented(format!(
+                "service not found: {}",
+                service_name(path).unwrap_or(path)
+            )))),
+        }
+    }
+
+    fn route(&self, path: &str) -> Option<&dyn FastService> {
+        let name = service_name(path)?;
+        self.routes
+            .iter()
+            .find(|(route, _)| *route == name)
+            .map(|(_, service)| service.as_ref())
+    }
+}
+
+impl fmt::Debug for Router {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.routes.iter().map(|(name, _)| name))
+            .finish()
+    }
+}
+
+/// The `package.Service` part of `/package.Service/Method`.
+fn service_name(path: &str) -> Option<&str> {
+    let (service, method) = path.strip_prefix('/')?.split_once('/')?;
+    (!service.is_empty() && !method.is_empty() && !method.contains('/')).then_some(service)
+}
+
+/// `application/grpc`, optionally followed by `+format` or `;parameters`.
+fn is_grpc_content_type(value: Option<&http::HeaderValue>) -> bool {
+    let Some(rest) = value.and_then(|v| v.as_bytes().strip_prefix(b"application/grpc")) else {
+        return false;
+    };
+    matches!(rest.first(), None | Some(b'+' | b';'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::HeaderValue;
+
+    #[test]
+    fn service_name_needs_exactly_service_and_method() {
+        assert_eq!(
+            service_name("/helloworld.Greeter/SayHello"),
+            Some("helloworld.Greeter")
+        );
+        for bad in [
+            "",
+            "/",
+            "helloworld.Greeter/SayHello",
+            "/helloworld.Greeter",
+            "/x/",
+            "//m",
+            "/a/b/c",
+        ] {
+            assert_eq!(service_name(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn grpc_content_types() {
+        for good in [
+            "application/grpc",
+            "application/grpc+proto",
+            "application/grpc;charset=utf-8",
+        ] {
+            assert!(
+                is_grpc_content_type(Some(&HeaderValue::from_static(good))),
+                "{good}"
+            );
+        }
+        for bad in [
+            "application/json",
+            "application/grpcx",
+            "text/plain",
+            "application/grp",
+        ] {
+            assert!(
+                !is_grpc_content_type(Some(&HeaderValue::from_static(bad))),
+                "{bad}"
+            );
+        }
+        assert!(!is_grpc_content_type(None));
+    }
+}
