@@ -1,1 +1,185 @@
+//! Code generation for [fastgrpc](https://docs.rs/fastgrpc), called from a `build.rs`.
+//!
+//! Compiles `.proto` files with [`protox`] (a pure-Rust protobuf compiler: no system `protoc`
+//! needed), generates the messages with [`prost_build`], and for every service a module
+//! `<service>_server` holding the trait to implement and the server that hosts it.
+//!
+//! ```no_run
+//! // build.rs
+//! fn main() -> std::io::Result<()> {
+//!     fastgrpc_build::compile_protos(&["proto/helloworld.proto"], &["proto"])
+//! }
+//! ```
+//!
+//! ```ignore
+//! // src/main.rs
+//! pub mod helloworld {
+//!     include!(concat!(env!("OUT_DIR"), "/helloworld.rs"));
+//! }
+//! ```
 
+mod service;
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+
+pub use prost_types::FileDescriptorSet;
+
+/// Compiles `protos` (found relative to `includes`) into `$OUT_DIR/<package>.rs` files holding
+/// messages and fastgrpc services. Shorthand for `configure().compile_protos(..)`.
+pub fn compile_protos(
+    protos: &[impl AsRef<Path>],
+    includes: &[impl AsRef<Path>],
+) -> io::Result<()> {
+    configure().compile_protos(protos, includes)
+}
+
+/// A [`Builder`] with defaults: services generated, output to `$OUT_DIR`.
+pub fn configure() -> Builder {
+    Builder {
+        prost: prost_build::Config::new(),
+        build_server: true,
+        runtime_path: "::fastgrpc".to_owned(),
+        emit_rerun_if_changed: true,
+    }
+}
+
+/// Parses `protos` and their imports into a descriptor set, without any system `protoc`.
+///
+/// Useful to feed the same descriptors to other generators (such as tonic's) in one build.
+pub fn file_descriptor_set(
+    protos: &[impl AsRef<Path>],
+    includes: &[impl AsRef<Path>],
+) -> io::Result<FileDescriptorSet> {
+    Ok(parse(protos, includes)?.file_descriptor_set())
+}
+
+fn parse(
+    protos: &[impl AsRef<Path>],
+    includes: &[impl AsRef<Path>],
+) -> io::Result<protox::Compiler> {
+    let mut compiler = protox::Compiler::new(includes).map_err(invalid_input)?;
+    compiler
+        .include_imports(true)
+        .include_source_info(true)
+        .open_files(protos)
+        .map_err(invalid_input)?;
+    Ok(compiler)
+}
+
+fn invalid_input(error: protox::Error) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, format!("{error:?}"))
+}
+
+/// Options for generating messages and services.
+pub struct Builder {
+    prost: prost_build::Config,
+    build_server: bool,
+    runtime_path: String,
+    emit_rerun_if_changed: bool,
+}
+
+impl Builder {
+    /// Where to write the generated files (default: `$OUT_DIR`).
+    pub fn out_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.prost.out_dir(dir.into());
+        self
+    }
+
+    /// Whether to generate service traits and servers (default: yes). Without them only
+    /// messages are generated.
+    pub fn build_server(mut self, enable: bool) -> Self {
+        self.build_server = enable;
+        self
+    }
+
+    /// Uses an existing Rust type for a protobuf path instead of generating it
+    /// (see [`prost_build::Config::extern_path`]).
+    pub fn extern_path(
+        mut self,
+        proto_path: impl Into<String>,
+        rust_path: impl Into<String>,
+    ) -> Self {
+        self.prost.extern_path(proto_path, rust_path);
+        self
+    }
+
+    /// Adds an attribute to generated types matching `path`
+    /// (see [`prost_build::Config::type_attribute`]).
+    pub fn type_attribute(mut self, path: impl AsRef<str>, attribute: impl AsRef<str>) -> Self {
+        self.prost.type_attribute(path, attribute);
+        self
+    }
+
+    /// Adds an attribute to generated fields matching `path`
+    /// (see [`prost_build::Config::field_attribute`]).
+    pub fn field_attribute(mut self, path: impl AsRef<str>, attribute: impl AsRef<str>) -> Self {
+        self.prost.field_attribute(path, attribute);
+        self
+    }
+
+    /// Generates `bytes::Bytes` instead of `Vec<u8>` for `bytes` fields matching `paths`, so
+    /// they are decoded without a copy (see [`prost_build::Config::bytes`]).
+    pub fn bytes(mut self, paths: impl IntoIterator<Item = impl AsRef<str>>) -> Self {
+        self.prost.bytes(paths);
+        self
+    }
+
+    /// The path generated code uses for the runtime crate (default `::fastgrpc`), for crates
+    /// that rename or re-export it.
+    pub fn runtime_path(mut self, path: impl Into<String>) -> Self {
+        self.runtime_path = path.into();
+        self
+    }
+
+    /// Whether to tell cargo to rerun the build script when a compiled proto changes
+    /// (default: yes).
+    pub fn emit_rerun_if_changed(mut self, enable: bool) -> Self {
+        self.emit_rerun_if_changed = enable;
+        self
+    }
+
+    /// Compiles `protos`, looking up imports in `includes`.
+    pub fn compile_protos(
+        self,
+        protos: &[impl AsRef<Path>],
+        includes: &[impl AsRef<Path>],
+    ) -> io::Result<()> {
+        let compiler = parse(protos, includes)?;
+        if self.emit_rerun_if_changed {
+            for file in compiler.files() {
+                if let Some(path) = file.path() {
+                    println!("cargo:rerun-if-changed={}", path.display());
+                }
+            }
+        }
+        self.compile_fds(compiler.file_descriptor_set())
+    }
+
+    /// Generates code from an already-parsed descriptor set.
+    pub fn compile_fds(mut self, fds: FileDescriptorSet) -> io::Result<()> {
+        if self.build_server {
+            let runtime = syn::parse_str::<syn::Path>(&self.runtime_path).map_err(|error| {
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("runtime_path: {error}"),
+                )
+            })?;
+            self.prost
+                .service_generator(Box::new(service::ServerGenerator::new(runtime)));
+        }
+        self.prost.compile_fds(fds)
+    }
+}
+
+impl fmt::Debug for Builder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Builder")
+            .field("prost", &self.prost)
+            .field("build_server", &self.build_server)
+            .field("runtime_path", &self.runtime_path)
+            .field("emit_rerun_if_changed", &self.emit_rerun_if_changed)
+            .finish()
+    }
+}

@@ -1,0 +1,243 @@
+//! The service generator: a trait and a server per protobuf service.
+//!
+//! For `service Greeter` in package `helloworld` it emits a module `greeter_server` with
+//! - `trait Greeter`, one method per RPC taking `Request<In>` and returning
+//!   `impl RpcFuture<Out>`: any `Send` future of `Result<Response<Out>, Status>`, so an
+//!   `async fn` or a `FastFuture`;
+//!   each has a default body answering `UNIMPLEMENTED`, so a service may leave methods out;
+//! - `struct GreeterServer<T>`, which routes a call to its method through the runtime's
+//!   handler functions and implements `FastService`, `NamedService` and tower's `Service`.
+//!
+//! The code is built with `quote` and formatted by prost-build (prettyplease) with the rest of
+//! the file.
+
+use heck::ToSnakeCase;
+use proc_macro2::{Ident, Span, TokenStream};
+use prost_build::{Comments, Method, Service, ServiceGenerator};
+use quote::{format_ident, quote};
+
+pub(crate) struct ServerGenerator {
+    runtime: syn::Path,
+}
+
+impl ServerGenerator {
+    pub(crate) fn new(runtime: syn::Path) -> Self {
+        ServerGenerator { runtime }
+    }
+}
+
+impl ServiceGenerator for ServerGenerator {
+    fn generate(&mut self, service: Service, buf: &mut String) {
+        buf.push_str(&server_module(&self.runtime, &service).to_string());
+        buf.push('\n');
+    }
+}
+
+fn server_module(runtime: &syn::Path, service: &Service) -> TokenStream {
+    let module = format_ident!("{}_server", service.name.to_snake_case());
+    let trait_name = rust_ident(&service.name);
+    let server = format_ident!("{}Server", service.name);
+    let full_name = full_service_name(service);
+
+    let unary_methods: Vec<&Method> = service
+        .methods
+        .iter()
+        .filter(|m| !m.client_streaming && !m.server_streaming)
+        .collect();
+    let streaming_note = service
+        .methods
+        .iter()
+        .filter(|m| m.client_streaming || m.server_streaming)
+        .map(|m| m.proto_name.as_str())
+        .collect::<Vec<_>>();
+    let streaming_note = (!streaming_note.is_empty()).then(|| {
+        let text = format!(
+            " Streaming methods ({}) are not generated yet; calls to them get `UNIMPLEMENTED`.",
+            streaming_note.join(", ")
+        );
+        quote! { #[doc = ""] #[doc = #text] }
+    });
+
+    let trait_docs = doc_attrs(&service.comments);
+    let trait_methods = unary_methods.iter().map(|m| trait_method(service, m));
+    let routes = unary_methods.iter().map(|m| route(service, m));
+    let module_doc =
+        format!(" Server side of `{full_name}`: the trait to implement and its server.");
+    let server_doc = format!(
+        " Serves a [`{trait_name}`] implementation: `Server::builder().add_service({server}::new(service))`."
+    );
+
+    quote! {
+        #[doc = #module_doc]
+        pub mod #module {
+            #![allow(unused_imports, clippy::let_unit_value)]
+            use #runtime::codegen::*;
+
+            #trait_docs
+            #streaming_note
+            pub trait #trait_name: Send + Sync + 'static {
+                #(#trait_methods)*
+            }
+
+            #[doc = #server_doc]
+            pub struct #server<T> {
+                inner: Arc<T>,
+                config: HandlerConfig,
+            }
+
+            impl<T: #trait_name> #server<T> {
+                /// Hosts `service`.
+                pub fn new(service: T) -> Self {
+                    Self::from_arc(Arc::new(service))
+                }
+
+                /// Hosts a `service` that is shared with other owners.
+                pub fn from_arc(service: Arc<T>) -> Self {
+                    Self { inner: service, config: HandlerConfig::default() }
+                }
+
+                /// Limits the size of a decoded request message (default 4 MiB); larger
+                /// requests get `RESOURCE_EXHAUSTED`.
+                pub fn max_decoding_message_size(mut self, limit: usize) -> Self {
+                    self.config.max_receive_message_size = limit;
+                    self
+                }
+            }
+
+            impl<T> Clone for #server<T> {
+                fn clone(&self) -> Self {
+                    Self { inner: Arc::clone(&self.inner), config: self.config }
+                }
+            }
+
+            impl<T> ::core::fmt::Debug for #server<T> {
+                fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                    f.debug_struct(stringify!(#server)).field("config", &self.config).finish_non_exhaustive()
+                }
+            }
+
+            impl<T> NamedService for #server<T> {
+                const NAME: &'static str = #full_name;
+            }
+
+            impl<T: #trait_name> FastService for #server<T> {
+                fn call(&self, request: http::Request<RequestBody>) -> ResponseFuture {
+                    match request.uri().path() {
+                        #(#routes)*
+                        path => unimplemented_method(path),
+                    }
+                }
+            }
+
+            impl<T: #trait_name> Service<http::Request<RequestBody>> for #server<T> {
+                type Response = http::Response<ResponseBody>;
+                type Error = Infallible;
+                type Future = ResponseFuture;
+
+                fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+                    Poll::Ready(Ok(()))
+                }
+
+                fn call(&mut self, request: http::Request<RequestBody>) -> ResponseFuture {
+                    FastService::call(self, request)
+                }
+            }
+        }
+    }
+}
+
+fn trait_method(service: &Service, method: &Method) -> TokenStream {
+    let name = rust_ident(&method.name);
+    let input = message_type(&method.input_type);
+    let output = message_type(&method.output_type);
+    let docs = doc_attrs(&method.comments);
+    let unimplemented = format!(
+        "{}/{} is not implemented",
+        full_service_name(service),
+        method.proto_name
+    );
+    quote! {
+        #docs
+        fn #name(&self, request: Request<#input>)
+            -> impl RpcFuture<#output>
+        {
+            let _ = request;
+            FastFuture::err(Status::unimplemented(#unimplemented))
+        }
+    }
+}
+
+fn route(service: &Service, method: &Method) -> TokenStream {
+    let name = rust_ident(&method.name);
+    let path = format!("/{}/{}", full_service_name(service), method.proto_name);
+    quote! {
+        #path => {
+            let service = Arc::clone(&self.inner);
+            unary(request, &self.config, move |request| async move { service.#name(request).await })
+        }
+    }
+}
+
+fn full_service_name(service: &Service) -> String {
+    if service.package.is_empty() {
+        service.proto_name.clone()
+    } else {
+        format!("{}.{}", service.package, service.proto_name)
+    }
+}
+
+/// The Rust type of a message, seen from inside the generated `<service>_server` module.
+fn message_type(rust_path: &str) -> syn::Type {
+    let absolute =
+        rust_path.starts_with("::") || rust_path.starts_with("crate::") || rust_path == "()";
+    let path = if absolute {
+        rust_path.to_owned()
+    } else {
+        format!("super::{rust_path}")
+    };
+    syn::parse_str(&path)
+        .unwrap_or_else(|error| panic!("prost gave an unparsable type path {path:?}: {error}"))
+}
+
+/// An identifier, raw (`r#type`) if the name is a Rust keyword.
+fn rust_ident(name: &str) -> Ident {
+    let name = name.strip_prefix("r#").unwrap_or(name);
+    match syn::parse_str::<Ident>(name) {
+        Ok(ident) => ident,
+        Err(_) => Ident::new_raw(name, Span::call_site()),
+    }
+}
+
+fn doc_attrs(comments: &Comments) -> TokenStream {
+    let lines = comments
+        .leading
+        .iter()
+        .map(|line| quote! { #[doc = #line] });
+    quote! { #(#lines)* }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn message_types_are_relative_to_the_parent_module_unless_absolute() {
+        let cases = [
+            ("HelloRequest", "super :: HelloRequest"),
+            ("super::other::Msg", "super :: super :: other :: Msg"),
+            ("::prost_types::Any", ":: prost_types :: Any"),
+            ("()", "()"),
+        ];
+        for (input, expected) in cases {
+            let ty = message_type(input);
+            assert_eq!(quote!(#ty).to_string(), expected);
+        }
+    }
+
+    #[test]
+    fn keywords_become_raw_identifiers() {
+        assert_eq!(rust_ident("type").to_string(), "r#type");
+        assert_eq!(rust_ident("r#match").to_string(), "r#match");
+        assert_eq!(rust_ident("say_hello").to_string(), "say_hello");
+    }
+}
