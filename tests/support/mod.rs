@@ -1,0 +1,188 @@
+//! Helpers shared by the integration tests: generated code, a server on a loopback port,
+//! tonic clients, and a raw HTTP/2 client for requests tonic would never send.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// fastgrpc's generated servers.
+pub mod pb {
+    pub mod helloworld {
+        include!(concat!(env!("OUT_DIR"), "/helloworld.rs"));
+    }
+    pub mod grpc_testing {
+        include!(concat!(env!("OUT_DIR"), "/grpc.testing.rs"));
+    }
+}
+
+/// tonic's generated clients (and servers), for the same protos.
+pub mod tonic_pb {
+    pub mod helloworld {
+        include!(concat!(env!("OUT_DIR"), "/tonic/helloworld.rs"));
+    }
+    pub mod grpc_testing {
+        include!(concat!(env!("OUT_DIR"), "/tonic/grpc.testing.rs"));
+    }
+}
+
+/// A fastgrpc server on an ephemeral loopback port, stopped gracefully by [`TestServer::stop`].
+pub struct TestServer {
+    pub addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    task: JoinHandle<std::io::Result<()>>,
+}
+
+impl TestServer {
+    pub async fn start(builder: fastgrpc::server::Builder) -> TestServer {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind loopback");
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(builder.serve_with_listener(listener, async {
+            let _ = stopped.await;
+        }));
+        TestServer {
+            addr,
+            stop: Some(stop),
+            task,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Asks for a graceful shutdown; returns the task so the caller can await its end.
+    pub fn begin_stop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+
+    /// Shuts down gracefully and waits (bounded) until the server returns.
+    pub async fn stop(mut self) {
+        self.begin_stop();
+        tokio::time::timeout(Duration::from_secs(10), self.task)
+            .await
+            .expect("server stops within 10 s")
+            .expect("server task did not panic")
+            .expect("server returned Ok");
+    }
+}
+
+pub async fn channel(server: &TestServer) -> tonic::transport::Channel {
+    tonic::transport::Endpoint::from_shared(server.url())
+        .unwrap()
+        .timeout(Duration::from_secs(10))
+        .connect()
+        .await
+        .expect("connect to the test server")
+}
+
+/// What a raw HTTP/2 exchange returned.
+#[derive(Debug)]
+pub struct RawResponse {
+    pub status: http::StatusCode,
+    pub headers: http::HeaderMap,
+    pub body: Bytes,
+    pub trailers: Option<http::HeaderMap>,
+}
+
+impl RawResponse {
+    /// `grpc-status` from the trailers, or from the headers of a trailers-only response.
+    pub fn grpc_status(&self) -> Option<&str> {
+        self.trailers
+            .as_ref()
+            .and_then(|t| t.get("grpc-status"))
+            .or_else(|| self.headers.get("grpc-status"))
+            .map(|v| v.to_str().unwrap())
+    }
+
+    pub fn grpc_message(&self) -> Option<String> {
+        let value = self
+            .trailers
+            .as_ref()
+            .and_then(|t| t.get("grpc-message"))
+            .or_else(|| self.headers.get("grpc-message"))?;
+        let status = tonic::Status::from_header_map(&{
+            let mut map = http::HeaderMap::new();
+            map.insert("grpc-status", http::HeaderValue::from_static("2"));
+            map.insert("grpc-message", value.clone());
+            map
+        })?;
+        Some(status.message().to_owned())
+    }
+}
+
+/// Sends one request with exactly the given method, path, headers and body, over a fresh
+/// HTTP/2 connection, and collects the whole answer.
+pub async fn raw_request(
+    addr: SocketAddr,
+    method: http::Method,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Bytes,
+) -> RawResponse {
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    let (mut client, conn) = h2::client::handshake(tcp).await.unwrap();
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    let mut request = http::Request::builder()
+        .method(method)
+        .uri(format!("http://{addr}{path}"));
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let (response, mut send) = client
+        .send_request(request.body(()).unwrap(), body.is_empty())
+        .unwrap();
+    if !body.is_empty() {
+        send.send_data(body, true).unwrap();
+    }
+    let response = tokio::time::timeout(Duration::from_secs(10), response)
+        .await
+        .expect("answer within 10 s")
+        .unwrap();
+    let (parts, mut recv) = response.into_parts();
+    let mut body = BytesMut::new();
+    while let Some(chunk) = recv.data().await {
+        let chunk = chunk.unwrap();
+        let _ = recv.flow_control().release_capacity(chunk.len());
+        body.extend_from_slice(&chunk);
+    }
+    let trailers = recv.trailers().await.unwrap();
+    RawResponse {
+        status: parts.status,
+        headers: parts.headers,
+        body: body.freeze(),
+        trailers,
+    }
+}
+
+/// A gRPC POST with the usual headers.
+pub async fn raw_grpc(addr: SocketAddr, path: &str, body: Bytes) -> RawResponse {
+    raw_request(
+        addr,
+        http::Method::POST,
+        path,
+        &[("content-type", "application/grpc"), ("te", "trailers")],
+        body,
+    )
+    .await
+}
+
+/// One gRPC frame (uncompressed) around `message`.
+pub fn frame(message: &[u8]) -> Bytes {
+    let mut buf = BytesMut::with_capacity(5 + message.len());
+    buf.extend_from_slice(&[0]);
+    buf.extend_from_slice(&(message.len() as u32).to_be_bytes());
+    buf.extend_from_slice(message);
+    buf.freeze()
+}
