@@ -5,7 +5,7 @@
 //! message that says what was wrong. Encoding writes the frame into one buffer of exactly the
 //! right size.
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
 use prost::Message;
 use tonic::Status;
 
@@ -53,8 +53,9 @@ pub fn decode_unary<M: Message + Default>(
             "more than one request message for a unary call",
         ));
     }
-    let message = body.split_off(FRAME_HEADER_LEN);
-    M::decode(message)
+    // `advance` only moves the start; `split_off` may allocate to share the buffer.
+    body.advance(FRAME_HEADER_LEN);
+    M::decode(body)
         .map_err(|error| Status::internal(format!("failed to decode the request message: {error}")))
 }
 

@@ -33,7 +33,9 @@ const RESERVED_HEADERS: [HeaderName; 5] = [
 /// assert_eq!(response.headers()["grpc-message"], "no%20such%20user");
 /// ```
 pub fn response(status: &Status) -> http::Response<ResponseBody> {
-    let mut headers = HeaderMap::with_capacity(4);
+    // `HeaderMap::new()` allocates on first insert with room for all of these; small
+    // `with_capacity` maps grow (and allocate again) on their first inserts.
+    let mut headers = HeaderMap::new();
     headers.insert(CONTENT_TYPE, GRPC_CONTENT_TYPE);
     if let Err(unencodable) = status.add_header(&mut headers) {
         // Only the status's own metadata can fail to encode; answer with what does encode.
@@ -61,7 +63,7 @@ pub(crate) fn ok_headers(mut metadata: HeaderMap) -> HeaderMap {
 
 /// The trailers of a successful call.
 pub(crate) fn ok_trailers() -> HeaderMap {
-    let mut trailers = HeaderMap::with_capacity(1);
+    let mut trailers = HeaderMap::new();
     trailers.insert(GRPC_STATUS, GRPC_STATUS_OK);
     trailers
 }

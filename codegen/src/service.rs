@@ -70,7 +70,7 @@ fn server_module(runtime: &syn::Path, service: &Service) -> TokenStream {
     quote! {
         #[doc = #module_doc]
         pub mod #module {
-            #![allow(unused_imports, clippy::let_unit_value)]
+            #![allow(unused_imports, dead_code, missing_docs, clippy::let_unit_value)]
             use #runtime::codegen::*;
 
             #trait_docs

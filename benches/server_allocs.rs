@@ -1,0 +1,178 @@
+//! Heap allocations per strict unary request through the whole server, over loopback TCP.
+//!
+//! Each server runs on its own thread with a current-thread runtime, so every allocation it
+//! makes for a request (h2, routing, decode, the handler, encode, response frames) happens on
+//! that thread and is counted there; the load generator's allocations are not counted. The
+//! load is a raw h2 client keeping 16 `SayHello` streams in flight on one connection.
+//!
+//! Run: `cargo bench --bench server_allocs`. Deterministic up to h2's batching, unlike time.
+
+#[path = "../tests/support/alloc.rs"]
+mod alloc;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::Bytes;
+use fastgrpc::{FastFuture, Request, Response, RpcFuture};
+use prost::Message;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, oneshot};
+
+#[global_allocator]
+static ALLOCATOR: alloc::CountingAllocator = alloc::CountingAllocator;
+
+mod pb {
+    include!(concat!(env!("OUT_DIR"), "/helloworld.rs"));
+}
+mod tonic_pb {
+    include!(concat!(env!("OUT_DIR"), "/tonic/helloworld.rs"));
+}
+
+const WARMUP: usize = 2_000;
+const REQUESTS: usize = 20_000;
+const IN_FLIGHT: usize = 16;
+
+struct FastGreeter;
+
+impl pb::greeter_server::Greeter for FastGreeter {
+    fn say_hello(&self, request: Request<pb::HelloRequest>) -> impl RpcFuture<pb::HelloReply> {
+        let name = request.into_inner().name;
+        FastFuture::ok(Response::new(pb::HelloReply {
+            message: format!("Hello {name}!"),
+        }))
+    }
+}
+
+struct TonicGreeter;
+
+#[tonic::async_trait]
+impl tonic_pb::greeter_server::Greeter for TonicGreeter {
+    async fn say_hello(
+        &self,
+        request: Request<tonic_pb::HelloRequest>,
+    ) -> Result<Response<tonic_pb::HelloReply>, tonic::Status> {
+        let name = request.into_inner().name;
+        Ok(Response::new(tonic_pb::HelloReply {
+            message: format!("Hello {name}!"),
+        }))
+    }
+}
+
+/// Asks the server thread for the allocations it has made so far.
+type CountRequests = mpsc::UnboundedSender<oneshot::Sender<u64>>;
+
+/// Starts a server on its own thread; `serve` runs it on the given listener.
+fn start_server<F, Fut>(serve: F) -> (SocketAddr, CountRequests)
+where
+    F: FnOnce(TcpListener) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + 'static,
+{
+    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+    let (count_tx, mut count_rx) = mpsc::unbounded_channel::<oneshot::Sender<u64>>();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            addr_tx.send(listener.local_addr().unwrap()).unwrap();
+            alloc::set_counting(true);
+            let local = tokio::task::LocalSet::new();
+            local.spawn_local(serve(listener));
+            local
+                .run_until(async move {
+                    while let Some(reply) = count_rx.recv().await {
+                        let _ = reply.send(alloc::counted());
+                    }
+                })
+                .await;
+        });
+    });
+    (addr_rx.recv().unwrap(), count_tx)
+}
+
+async fn counted(server: &CountRequests) -> u64 {
+    let (tx, rx) = oneshot::channel();
+    server.send(tx).unwrap();
+    rx.await.unwrap()
+}
+
+/// Sends `count` SayHello calls with `IN_FLIGHT` streams open at a time; checks every reply.
+async fn load(client: &mut h2::client::SendRequest<Bytes>, addr: SocketAddr, count: usize) {
+    let body = fastgrpc::codec::encode(&pb::HelloRequest {
+        name: "bench".into(),
+    })
+    .unwrap();
+    let mut in_flight = tokio::task::JoinSet::new();
+    for _ in 0..count {
+        if in_flight.len() == IN_FLIGHT {
+            in_flight.join_next().await.unwrap().unwrap();
+        }
+        let request = http::Request::post(format!("http://{addr}/helloworld.Greeter/SayHello"))
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .body(())
+            .unwrap();
+        let mut client = client.clone().ready().await.unwrap();
+        let (response, mut send) = client.send_request(request, false).unwrap();
+        send.send_data(body.clone(), true).unwrap();
+        in_flight.spawn(async move {
+            let mut body = response.await.unwrap().into_body();
+            let data = body.data().await.unwrap().unwrap();
+            let _ = body.flow_control().release_capacity(data.len());
+            let reply = pb::HelloReply::decode(&data[5..]).unwrap();
+            assert_eq!(reply.message, "Hello bench!");
+            let trailers = body.trailers().await.unwrap().unwrap();
+            assert_eq!(trailers["grpc-status"], "0");
+        });
+    }
+    while let Some(done) = in_flight.join_next().await {
+        done.unwrap();
+    }
+}
+
+async fn measure(name: &str, addr: SocketAddr, server: CountRequests) {
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    tcp.set_nodelay(true).unwrap();
+    let (mut client, conn) = h2::client::handshake(tcp).await.unwrap();
+    tokio::spawn(conn);
+    load(&mut client, addr, WARMUP).await;
+    let before = counted(&server).await;
+    load(&mut client, addr, REQUESTS).await;
+    let after = counted(&server).await;
+    let per_request = (after - before) as f64 / REQUESTS as f64;
+    println!(
+        "{name:<28} {per_request:>6.2} allocations/request ({REQUESTS} requests, {IN_FLIGHT} in flight)"
+    );
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; a filter argument is accepted and ignored.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let (addr, server) = start_server(|listener| async move {
+            fastgrpc::Server::builder()
+                .add_service(pb::greeter_server::GreeterServer::new(FastGreeter))
+                .serve_with_listener(listener, std::future::pending())
+                .await
+                .unwrap();
+        });
+        measure("fastgrpc (FastFuture)", addr, server).await;
+
+        let (addr, server) = start_server(|listener| async move {
+            tonic::transport::Server::builder()
+                .add_service(tonic_pb::greeter_server::GreeterServer::new(TonicGreeter))
+                .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener))
+                .await
+                .unwrap();
+        });
+        measure("tonic 0.14", addr, server).await;
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    });
+}
