@@ -11,7 +11,7 @@
 //! }
 //! ```
 //!
-//! ```ignore
+//! ```text
 //! // src/main.rs
 //! pub mod helloworld {
 //!     include!(concat!(env!("OUT_DIR"), "/helloworld.rs"));
