@@ -1,0 +1,53 @@
+//! The same greeter served by tonic 0.14, the peer our benchmarks compare against:
+//! `cargo run --release --example tonic_greeter_server -- --addr 127.0.0.1:50052 --workers 1`.
+
+pub mod helloworld {
+    include!(concat!(env!("OUT_DIR"), "/tonic/helloworld.rs"));
+}
+
+use helloworld::greeter_server::{Greeter, GreeterServer};
+use helloworld::{HelloReply, HelloRequest};
+use tonic::{Request, Response, Status};
+
+struct MyGreeter;
+
+#[tonic::async_trait]
+impl Greeter for MyGreeter {
+    async fn say_hello(&self, request: Request<HelloRequest>) -> Result<Response<HelloReply>, Status> {
+        let name = request.into_inner().name;
+        if name.is_empty() {
+            return Err(Status::invalid_argument("name must not be empty"));
+        }
+        Ok(Response::new(HelloReply {
+            message: format!("Hello {name}!"),
+        }))
+    }
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut addr = "127.0.0.1:50051".parse()?;
+    let mut workers = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = || args.next().ok_or(format!("{arg} needs a value"));
+        match arg.as_str() {
+            "--addr" => addr = value()?.parse()?,
+            "--workers" => workers = Some(value()?.parse::<usize>()?),
+            other => return Err(format!("unknown argument {other}").into()),
+        }
+    }
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    if let Some(workers) = workers {
+        runtime.worker_threads(workers);
+    }
+    runtime.enable_all().build()?.block_on(async move {
+        println!("tonic greeter listening on {addr}");
+        tonic::transport::Server::builder()
+            .add_service(GreeterServer::new(MyGreeter))
+            .serve_with_shutdown(addr, async {
+                let _ = tokio::signal::ctrl_c().await;
+            })
+            .await
+    })?;
+    Ok(())
+}
