@@ -13,7 +13,10 @@ struct MyGreeter;
 
 #[tonic::async_trait]
 impl Greeter for MyGreeter {
-    async fn say_hello(&self, request: Request<HelloRequest>) -> Result<Response<HelloReply>, Status> {
+    async fn say_hello(
+        &self,
+        request: Request<HelloRequest>,
+    ) -> Result<Response<HelloReply>, Status> {
         let name = request.into_inner().name;
         if name.is_empty() {
             return Err(Status::invalid_argument("name must not be empty"));

@@ -469,3 +469,47 @@ async fn graceful_shutdown_finishes_calls_in_flight() {
         "the listener is closed after shutdown"
     );
 }
+
+#[tokio::test]
+async fn early_answers_to_bodies_still_arriving_do_not_hang() {
+    // 3 MiB: more than the 1 MiB windows, so the server answers before the body is complete.
+    let server = fast_server().await;
+    let big = frame(&vec![0u8; 3 * 1024 * 1024]);
+    let unknown = raw_grpc(server.addr, "/helloworld.Greeter/Nope", big.clone()).await;
+    assert_eq!(unknown.grpc_status(), Some("12"));
+    let wrong_type = raw_request(
+        server.addr,
+        http::Method::POST,
+        "/helloworld.Greeter/SayHello",
+        &[("content-type", "text/plain")],
+        big,
+    )
+    .await;
+    assert_eq!(wrong_type.status, http::StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    let mut client = GreeterClient::new(channel(&server).await);
+    assert_eq!(
+        client
+            .say_hello(hello("next"))
+            .await
+            .unwrap()
+            .get_ref()
+            .message,
+        "Hello next!"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn get_requests_are_http_405() {
+    let server = fast_server().await;
+    let response = raw_request(
+        server.addr,
+        http::Method::GET,
+        "/helloworld.Greeter/SayHello",
+        &[("content-type", "application/grpc")],
+        Bytes::new(),
+    )
+    .await;
+    assert_eq!(response.status, http::StatusCode::METHOD_NOT_ALLOWED);
+    server.stop().await;
+}
