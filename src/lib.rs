@@ -2,10 +2,13 @@
 
 pub mod body;
 pub mod codec;
+pub mod compression;
+pub mod deadline;
 pub mod future;
 pub mod handler;
 pub mod server;
 pub mod status;
+pub mod stream;
 
 #[doc(hidden)]
 pub mod codegen;

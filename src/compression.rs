@@ -1,0 +1,1 @@
+//! Message compression (gzip, deflate, zstd) and `grpc-encoding` negotiation.

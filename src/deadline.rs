@@ -1,0 +1,1 @@
+//! Deadlines (`grpc-timeout`) and idle timeouts that reset in place.
