@@ -4,18 +4,21 @@
 //! stream before calling the service, so the body is one contiguous `Bytes` and a unary call
 //! can decode it at once. Otherwise it carries what has arrived and the h2 stream for the rest.
 //!
-//! A [`ResponseBody`] is what a unary handler produces: at most one encoded message and the
-//! trailers, or nothing at all for a trailers-only response (the status is then in the
-//! headers). Both types implement [`http_body::Body`] so they fit any tower stack.
+//! A [`ResponseBody`] is what a handler produces: at most one encoded message and the
+//! trailers, a stream of encoded messages, or nothing at all for a trailers-only response (the
+//! status is then in the headers). Both types implement [`http_body::Body`] so they fit any tower stack.
 
 use std::fmt;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
 use bytes::{Bytes, BytesMut};
+use futures_util::Stream;
 use http::HeaderMap;
 use http_body::{Frame, SizeHint};
 use tonic::Status;
+
+use crate::status;
 
 /// The body of a request, complete or still arriving.
 pub struct RequestBody {
@@ -147,22 +150,63 @@ impl fmt::Debug for RequestBody {
     }
 }
 
-/// The body of a response: one encoded message and trailers, or nothing.
+/// Frames of a streaming reply, already encoded: what [`ResponseBody::streaming`] sends.
+pub type FrameStream = Pin<Box<dyn Stream<Item = Result<Bytes, Status>> + Send + 'static>>;
+
+/// The body of a response: one encoded message and trailers, a stream of messages, or nothing.
 ///
 /// An empty body (the `Default`) marks a trailers-only response: the status travels in the
 /// response headers and the stream ends with them.
 #[derive(Default)]
 pub struct ResponseBody {
-    message: Option<Bytes>,
-    trailers: Option<HeaderMap>,
+    kind: Kind,
+}
+
+enum Kind {
+    /// At most one message, then the trailers (if any).
+    Unary {
+        message: Option<Bytes>,
+        trailers: Option<HeaderMap>,
+    },
+    /// Messages as the stream yields them, then trailers built from how it ended.
+    Streaming {
+        frames: FrameStream,
+        /// Trailing metadata the handler attached, sent with the final status.
+        metadata: HeaderMap,
+        /// Set once the trailers were handed out.
+        done: bool,
+    },
+}
+
+impl Default for Kind {
+    fn default() -> Self {
+        Kind::Unary {
+            message: None,
+            trailers: None,
+        }
+    }
 }
 
 impl ResponseBody {
     /// A body carrying one encoded message followed by `trailers`.
     pub fn unary(message: Bytes, trailers: HeaderMap) -> Self {
         ResponseBody {
-            message: Some(message),
-            trailers: Some(trailers),
+            kind: Kind::Unary {
+                message: Some(message),
+                trailers: Some(trailers),
+            },
+        }
+    }
+
+    /// A body carrying the frames `frames` yields; it ends with `grpc-status: 0` and
+    /// `metadata` when the stream ends, or with the status of the first error it yields.
+    pub fn streaming(frames: FrameStream, metadata: HeaderMap) -> Self {
+        ResponseBody {
+            kind: Kind::Streaming {
+                frames,
+                metadata,
+                done: false,
+            },
         }
     }
 
@@ -171,9 +215,12 @@ impl ResponseBody {
         Self::default()
     }
 
-    /// Splits the body into its message and trailers, for senders that write frames directly.
-    pub(crate) fn into_parts(self) -> (Option<Bytes>, Option<HeaderMap>) {
-        (self.message, self.trailers)
+    /// The message and trailers of a unary body, or the body back if it streams.
+    pub(crate) fn into_unary(self) -> Result<(Option<Bytes>, Option<HeaderMap>), Self> {
+        match self.kind {
+            Kind::Unary { message, trailers } => Ok((message, trailers)),
+            kind => Err(ResponseBody { kind }),
+        }
     }
 }
 
@@ -183,32 +230,69 @@ impl http_body::Body for ResponseBody {
 
     fn poll_frame(
         mut self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
+        cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
-        if let Some(message) = self.message.take() {
-            return Poll::Ready(Some(Ok(Frame::data(message))));
+        match &mut self.kind {
+            Kind::Unary { message, trailers } => {
+                if let Some(message) = message.take() {
+                    return Poll::Ready(Some(Ok(Frame::data(message))));
+                }
+                Poll::Ready(
+                    trailers
+                        .take()
+                        .map(|trailers| Ok(Frame::trailers(trailers))),
+                )
+            }
+            Kind::Streaming { done: true, .. } => Poll::Ready(None),
+            Kind::Streaming {
+                frames,
+                metadata,
+                done,
+            } => {
+                let end = match ready!(frames.as_mut().poll_next(cx)) {
+                    Some(Ok(frame)) => return Poll::Ready(Some(Ok(Frame::data(frame)))),
+                    Some(Err(status)) => status::trailers(&status, std::mem::take(metadata)),
+                    None => {
+                        let mut trailers = std::mem::take(metadata);
+                        trailers.extend(status::ok_trailers());
+                        trailers
+                    }
+                };
+                *done = true;
+                Poll::Ready(Some(Ok(Frame::trailers(end))))
+            }
         }
-        Poll::Ready(
-            self.trailers
-                .take()
-                .map(|trailers| Ok(Frame::trailers(trailers))),
-        )
     }
 
     fn is_end_stream(&self) -> bool {
-        self.message.is_none() && self.trailers.is_none()
+        match &self.kind {
+            Kind::Unary { message, trailers } => message.is_none() && trailers.is_none(),
+            Kind::Streaming { done, .. } => *done,
+        }
     }
 
     fn size_hint(&self) -> SizeHint {
-        SizeHint::with_exact(self.message.as_ref().map_or(0, |m| m.len() as u64))
+        match &self.kind {
+            Kind::Unary { message, .. } => {
+                SizeHint::with_exact(message.as_ref().map_or(0, |m| m.len() as u64))
+            }
+            Kind::Streaming { .. } => SizeHint::new(),
+        }
     }
 }
 
 impl fmt::Debug for ResponseBody {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ResponseBody")
-            .field("message", &self.message.as_ref().map(Bytes::len))
-            .field("trailers", &self.trailers)
-            .finish()
+        match &self.kind {
+            Kind::Unary { message, trailers } => f
+                .debug_struct("ResponseBody::Unary")
+                .field("message", &message.as_ref().map(Bytes::len))
+                .field("trailers", trailers)
+                .finish(),
+            Kind::Streaming { done, .. } => f
+                .debug_struct("ResponseBody::Streaming")
+                .field("done", done)
+                .finish_non_exhaustive(),
+        }
     }
 }

@@ -51,14 +51,31 @@ pub fn response(status: &Status) -> http::Response<ResponseBody> {
 }
 
 /// The response headers of a successful call, from the handler's initial metadata.
-pub(crate) fn ok_headers(mut metadata: HeaderMap) -> HeaderMap {
+pub(crate) fn ok_headers(metadata: HeaderMap) -> HeaderMap {
+    let mut headers = sanitized(metadata);
+    headers.insert(CONTENT_TYPE, GRPC_CONTENT_TYPE);
+    headers
+}
+
+/// `metadata` without the headers the gRPC protocol owns.
+pub(crate) fn sanitized(mut metadata: HeaderMap) -> HeaderMap {
     if !metadata.is_empty() {
         for reserved in &RESERVED_HEADERS {
             metadata.remove(reserved);
         }
     }
-    metadata.insert(CONTENT_TYPE, GRPC_CONTENT_TYPE);
     metadata
+}
+
+/// The trailers that end a call with `status` after its headers were sent, with `metadata`
+/// (the handler's trailing metadata, reserved names removed) added.
+pub(crate) fn trailers(status: &Status, metadata: HeaderMap) -> HeaderMap {
+    let mut trailers = sanitized(metadata);
+    if let Err(unencodable) = status.add_header(&mut trailers) {
+        tracing::warn!(%unencodable, "status metadata could not be encoded; sending the bare status");
+        let _ = Status::new(status.code(), status.message()).add_header(&mut trailers);
+    }
+    trailers
 }
 
 /// The trailers of a successful call.

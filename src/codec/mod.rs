@@ -3,7 +3,11 @@
 //! Decoding is strict: a unary request body must hold exactly one whole frame. Every way a body
 //! can be wrong maps to the status the gRPC spec and the other implementations use, with a
 //! message that says what was wrong. Encoding writes the frame into one buffer of exactly the
-//! right size.
+//! right size. [`Streaming`] decodes a stream of frames lazily, as the body arrives.
+
+mod streaming;
+
+pub use self::streaming::Streaming;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use prost::Message;
@@ -41,52 +45,72 @@ pub fn decode_unary<M: Message + Default>(
             "missing request message: the request body is empty",
         ));
     }
-    let len = frame_len(&body, max_message_size)?;
+    let header = FrameHeader::parse(&body, max_message_size)?;
     let available = body.len() - FRAME_HEADER_LEN;
-    if available < len {
+    if available < header.len {
         return Err(Status::internal(format!(
-            "truncated request message: the frame declares {len} bytes but the body holds {available}"
+            "truncated request message: the frame declares {} bytes but the body holds {available}",
+            header.len
         )));
     }
-    if available > len {
+    if available > header.len {
         return Err(Status::internal(
             "more than one request message for a unary call",
         ));
     }
     // `advance` only moves the start; `split_off` may allocate to share the buffer.
     body.advance(FRAME_HEADER_LEN);
-    M::decode(body)
-        .map_err(|error| Status::internal(format!("failed to decode the request message: {error}")))
+    decode_message(header, body)
 }
 
-/// Reads and checks a frame header, returning the declared message length.
-fn frame_len(frame: &[u8], max_message_size: usize) -> Result<usize, Status> {
-    let Some(header) = frame.first_chunk::<FRAME_HEADER_LEN>() else {
-        return Err(Status::internal(format!(
-            "truncated request message: {} bytes is shorter than the 5-byte frame header",
-            frame.len()
-        )));
-    };
-    match header[0] {
-        0 => {}
-        1 => {
-            return Err(Status::internal(
-                "compressed request message, but the request has no grpc-encoding",
-            ));
-        }
-        flag => {
+/// The 5-byte prefix of a frame.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FrameHeader {
+    pub(crate) compressed: bool,
+    /// Declared message length; never above the limit it was parsed with.
+    pub(crate) len: usize,
+}
+
+impl FrameHeader {
+    /// Reads and checks the header at the start of `frame`.
+    pub(crate) fn parse(frame: &[u8], max_message_size: usize) -> Result<Self, Status> {
+        let Some(header) = frame.first_chunk::<FRAME_HEADER_LEN>() else {
             return Err(Status::internal(format!(
-                "invalid compressed flag {flag} in a request frame (must be 0 or 1)"
+                "truncated request message: {} bytes is shorter than the 5-byte frame header",
+                frame.len()
+            )));
+        };
+        let compressed = match header[0] {
+            0 => false,
+            1 => true,
+            flag => {
+                return Err(Status::internal(format!(
+                    "invalid compressed flag {flag} in a request frame (must be 0 or 1)"
+                )));
+            }
+        };
+        let len = u32::from_be_bytes([header[1], header[2], header[3], header[4]]) as usize;
+        if len > max_message_size {
+            return Err(Status::resource_exhausted(format!(
+                "request message of {len} bytes is larger than the limit of {max_message_size} bytes"
             )));
         }
+        Ok(FrameHeader { compressed, len })
     }
-    let len = u32::from_be_bytes([header[1], header[2], header[3], header[4]]) as usize;
-    if len > max_message_size {
-        return Err(Status::resource_exhausted(format!(
-            "request message of {len} bytes is larger than the limit of {max_message_size} bytes"
-        )));
+}
+
+/// Decodes one frame's message, `payload` being exactly the bytes after its header.
+pub(crate) fn decode_message<M: Message + Default>(
+    header: FrameHeader,
+    payload: Bytes,
+) -> Result<M, Status> {
+    if header.compressed {
+        return Err(Status::internal(
+            "compressed request message, but the request has no grpc-encoding",
+        ));
     }
-    Ok(len)
+    M::decode(payload)
+        .map_err(|error| Status::internal(format!("failed to decode the request message: {error}")))
 }
 
 /// Encodes `message` as one uncompressed frame, in a buffer of exactly the frame's size.
