@@ -10,7 +10,12 @@ pub use http;
 pub use tower_service::Service;
 
 pub use crate::body::{RequestBody, ResponseBody};
-pub use crate::handler::{HandlerConfig, ResponseFuture, unary, unimplemented_method};
+pub use crate::codec::Streaming;
+pub use crate::handler::{
+    HandlerConfig, ResponseFuture, client_streaming, server_streaming, streaming, unary,
+    unimplemented_method,
+};
 pub use crate::server::{FastService, NamedService};
 pub use crate::{FastFuture, RpcFuture};
+pub use futures_util::Stream;
 pub use tonic::{Request, Response, Status};

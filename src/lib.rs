@@ -6,6 +6,7 @@ pub mod compression;
 pub mod deadline;
 pub mod future;
 pub mod handler;
+pub mod metadata;
 pub mod server;
 pub mod status;
 pub mod stream;
@@ -13,6 +14,8 @@ pub mod stream;
 #[doc(hidden)]
 pub mod codegen;
 
+pub use crate::codec::Streaming;
 pub use crate::future::{FastFuture, RpcFuture};
+pub use crate::handler::BoxStream;
 pub use crate::server::Server;
 pub use tonic::{Code, Request, Response, Status};

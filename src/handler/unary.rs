@@ -9,28 +9,13 @@ use std::future::Future;
 
 use prost::Message;
 use tonic::Status;
-use tonic::metadata::MetadataMap;
 
-use super::ResponseFuture;
+use super::{HandlerConfig, ResponseFuture, tonic_request};
 use crate::FastFuture;
 use crate::body::{RequestBody, ResponseBody};
-use crate::codec::{self, DEFAULT_MAX_RECEIVE_MESSAGE_SIZE, FRAME_HEADER_LEN};
+use crate::codec::{self, FRAME_HEADER_LEN};
+use crate::metadata::Trailers;
 use crate::status;
-
-/// Per-service settings every call of a generated server obeys.
-#[derive(Debug, Clone, Copy)]
-pub struct HandlerConfig {
-    /// Largest request message accepted, in bytes; larger ones get `RESOURCE_EXHAUSTED`.
-    pub max_receive_message_size: usize,
-}
-
-impl Default for HandlerConfig {
-    fn default() -> Self {
-        HandlerConfig {
-            max_receive_message_size: DEFAULT_MAX_RECEIVE_MESSAGE_SIZE,
-        }
-    }
-}
 
 /// Serves one unary call: decodes the request, calls `method`, encodes its reply.
 ///
@@ -48,19 +33,14 @@ where
     F: Future<Output = Result<tonic::Response<Resp>, Status>> + Send + 'static,
 {
     let (parts, body) = request.into_parts();
-    let (headers, extensions) = (parts.headers, parts.extensions);
     unmarshal::<Req>(body, config.max_receive_message_size)
-        .and_then(move |message| {
-            let request =
-                tonic::Request::from_parts(MetadataMap::from_headers(headers), extensions, message);
-            FastFuture::from_future(method(request))
-        })
+        .and_then(move |message| FastFuture::from_future(method(tonic_request(parts, message))))
         .and_then(|response| FastFuture::ready(marshal(response)))
         .recover(|status| status::response(&status))
 }
 
 /// Decodes the request at once when its body is complete; waits for the rest otherwise.
-fn unmarshal<M: Message + Default + Send + 'static>(
+pub(super) fn unmarshal<M: Message + Default + Send + 'static>(
     body: RequestBody,
     max_message_size: usize,
 ) -> FastFuture<M, Status> {
@@ -74,12 +54,14 @@ fn unmarshal<M: Message + Default + Send + 'static>(
 }
 
 /// Encodes a reply into the complete HTTP response: headers, one message, trailers.
-fn marshal<M: Message>(
+pub(super) fn marshal<M: Message>(
     response: tonic::Response<M>,
 ) -> Result<http::Response<ResponseBody>, Status> {
-    let (metadata, message, extensions) = response.into_parts();
+    let (metadata, message, mut extensions) = response.into_parts();
     let frame = codec::encode(&message)?;
-    let mut response = http::Response::new(ResponseBody::unary(frame, status::ok_trailers()));
+    let mut trailers = status::sanitized(Trailers::take(&mut extensions));
+    trailers.extend(status::ok_trailers());
+    let mut response = http::Response::new(ResponseBody::unary(frame, trailers));
     *response.headers_mut() = status::ok_headers(metadata.into_headers());
     *response.extensions_mut() = extensions;
     Ok(response)

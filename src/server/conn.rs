@@ -15,6 +15,8 @@ use std::pin::pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use http_body::Body;
+
 use bytes::{Bytes, BytesMut};
 use futures_util::FutureExt;
 use h2::server::{Connection, SendResponse};
@@ -176,22 +178,29 @@ fn take_received(mut recv: RecvStream, cx: &mut Context<'_>) -> RequestBody {
     }
 }
 
-/// Queues a complete response on the stream. h2 buffers what flow control does not yet allow.
+/// Sends a response: a unary one is queued whole at once (h2 buffers what flow control does
+/// not yet allow, bounded by the message size); a streaming one is pumped by its own task.
 fn send(response: http::Response<ResponseBody>, mut respond: SendResponse<Bytes>) {
     let (parts, body) = response.into_parts();
-    let (message, trailers) = body.into_parts();
     let head = http::Response::from_parts(parts, ());
-    let ends_with_headers = message.is_none() && trailers.is_none();
-    let result = respond
-        .send_response(head, ends_with_headers)
-        .and_then(|mut stream| send_body(&mut stream, message, trailers));
+    let result = match body.into_unary() {
+        Ok((message, trailers)) => {
+            let ends_with_headers = message.is_none() && trailers.is_none();
+            respond
+                .send_response(head, ends_with_headers)
+                .and_then(|mut stream| send_unary_body(&mut stream, message, trailers))
+        }
+        Err(body) => respond.send_response(head, false).map(|stream| {
+            tokio::spawn(pump(stream, body));
+        }),
+    };
     if let Err(error) = result {
         // The client went away; there is nobody left to tell.
         tracing::debug!(%error, "could not send the response");
     }
 }
 
-fn send_body(
+fn send_unary_body(
     stream: &mut SendStream<Bytes>,
     message: Option<Bytes>,
     trailers: Option<http::HeaderMap>,
@@ -202,6 +211,66 @@ fn send_body(
     match trailers {
         Some(trailers) => stream.send_trailers(trailers),
         None => Ok(()),
+    }
+}
+
+/// Sends a streaming body frame by frame. The next message is produced only once the peer's
+/// flow-control window has room, so a slow reader holds the server to one buffered message.
+/// A reset from the client drops the body, and with it the handler's stream.
+async fn pump(mut stream: SendStream<Bytes>, body: ResponseBody) {
+    let mut body = pin!(body);
+    loop {
+        if poll_fn(|cx| poll_window(&mut stream, cx)).await.is_err() {
+            tracing::debug!("the client closed the stream; dropping the reply stream");
+            return;
+        }
+        let frame = poll_fn(|cx| {
+            if let Poll::Ready(reason) = stream.poll_reset(cx) {
+                return Poll::Ready(Err(reason));
+            }
+            body.as_mut().poll_frame(cx).map(Ok)
+        })
+        .await;
+        let sent = match frame {
+            Err(reason) => {
+                tracing::debug!(
+                    ?reason,
+                    "client reset the stream; dropping the reply stream"
+                );
+                return;
+            }
+            Ok(Some(Ok(frame))) => match frame.into_data() {
+                Ok(data) => stream.send_data(data, false),
+                Err(frame) => match frame.into_trailers() {
+                    Ok(trailers) => return log_send_error(stream.send_trailers(trailers)),
+                    Err(_) => Ok(()),
+                },
+            },
+            // `ResponseBody` turns errors into trailers; an empty end still ends the stream.
+            Ok(Some(Err(_)) | None) => return log_send_error(stream.send_data(Bytes::new(), true)),
+        };
+        if sent.is_err() {
+            return log_send_error(sent);
+        }
+    }
+}
+
+/// Ready once the stream may send at least one byte more than it has buffered.
+fn poll_window(stream: &mut SendStream<Bytes>, cx: &mut Context<'_>) -> Poll<Result<(), ()>> {
+    // The reservation counts buffered data, so capacity shows only once that has been sent.
+    stream.reserve_capacity(1);
+    while stream.capacity() == 0 {
+        match std::task::ready!(stream.poll_capacity(cx)) {
+            Some(Ok(_)) => {}
+            Some(Err(_)) | None => return Poll::Ready(Err(())),
+        }
+    }
+    Poll::Ready(Ok(()))
+}
+
+fn log_send_error(result: Result<(), h2::Error>) {
+    if let Err(error) = result {
+        tracing::debug!(%error, "could not send the response");
     }
 }
 
