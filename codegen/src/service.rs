@@ -1,9 +1,10 @@
 //! The service generator: a trait and a server per protobuf service.
 //!
 //! For `service Greeter` in package `helloworld` it emits a module `greeter_server` with
-//! - `trait Greeter`, one method per RPC taking `Request<In>` and returning
-//!   `impl RpcFuture<Out>`: any `Send` future of `Result<Response<Out>, Status>`, so an
-//!   `async fn` or a `FastFuture`;
+//! - `trait Greeter`, one method per RPC taking `Request<In>` (`Request<Streaming<In>>` for a
+//!   request stream) and returning `impl RpcFuture<Out>`: any `Send` future of
+//!   `Result<Response<Out>, Status>`, so an `async fn` or a `FastFuture`. A reply stream is
+//!   declared by an associated type `<Method>Stream`, as in tonic;
 //!   each has a default body answering `UNIMPLEMENTED`, so a service may leave methods out;
 //! - `struct GreeterServer<T>`, which routes a call to its method through the runtime's
 //!   handler functions and implements `FastService`, `NamedService` and tower's `Service`.
@@ -39,28 +40,14 @@ fn server_module(runtime: &syn::Path, service: &Service) -> TokenStream {
     let server = format_ident!("{}Server", service.name);
     let full_name = full_service_name(service);
 
-    let unary_methods: Vec<&Method> = service
-        .methods
-        .iter()
-        .filter(|m| !m.client_streaming && !m.server_streaming)
-        .collect();
-    let streaming_note = service
-        .methods
-        .iter()
-        .filter(|m| m.client_streaming || m.server_streaming)
-        .map(|m| m.proto_name.as_str())
-        .collect::<Vec<_>>();
-    let streaming_note = (!streaming_note.is_empty()).then(|| {
-        let text = format!(
-            " Streaming methods ({}) are not generated yet; calls to them get `UNIMPLEMENTED`.",
-            streaming_note.join(", ")
-        );
-        quote! { #[doc = ""] #[doc = #text] }
-    });
-
     let trait_docs = doc_attrs(&service.comments);
-    let trait_methods = unary_methods.iter().map(|m| trait_method(service, m));
-    let routes = unary_methods.iter().map(|m| route(service, m));
+    let stream_types = service
+        .methods
+        .iter()
+        .filter(|m| m.server_streaming)
+        .map(stream_type);
+    let trait_methods = service.methods.iter().map(|m| trait_method(service, m));
+    let routes = service.methods.iter().map(|m| route(service, m));
     let module_doc =
         format!(" Server side of `{full_name}`: the trait to implement and its server.");
     let server_doc = format!(
@@ -74,8 +61,8 @@ fn server_module(runtime: &syn::Path, service: &Service) -> TokenStream {
             use #runtime::codegen::*;
 
             #trait_docs
-            #streaming_note
             pub trait #trait_name: Send + Sync + 'static {
+                #(#stream_types)*
                 #(#trait_methods)*
             }
 
@@ -146,10 +133,36 @@ fn server_module(runtime: &syn::Path, service: &Service) -> TokenStream {
     }
 }
 
+/// The associated type a server-streaming method's reply stream is declared with, as in tonic.
+fn stream_type(method: &Method) -> TokenStream {
+    let name = stream_type_name(method);
+    let output = message_type(&method.output_type);
+    let doc = format!(" The stream of replies `{}` returns.", method.name);
+    quote! {
+        #[doc = #doc]
+        type #name: Stream<Item = Result<#output, Status>> + Send + 'static;
+    }
+}
+
+fn stream_type_name(method: &Method) -> Ident {
+    format_ident!("{}Stream", method.proto_name)
+}
+
 fn trait_method(service: &Service, method: &Method) -> TokenStream {
     let name = rust_ident(&method.name);
     let input = message_type(&method.input_type);
-    let output = message_type(&method.output_type);
+    let request = if method.client_streaming {
+        quote! { Request<Streaming<#input>> }
+    } else {
+        quote! { Request<#input> }
+    };
+    let reply = if method.server_streaming {
+        let stream = stream_type_name(method);
+        quote! { Self::#stream }
+    } else {
+        let output = message_type(&method.output_type);
+        quote! { #output }
+    };
     let docs = doc_attrs(&method.comments);
     let unimplemented = format!(
         "{}/{} is not implemented",
@@ -158,9 +171,7 @@ fn trait_method(service: &Service, method: &Method) -> TokenStream {
     );
     quote! {
         #docs
-        fn #name(&self, request: Request<#input>)
-            -> impl RpcFuture<#output>
-        {
+        fn #name(&self, request: #request) -> impl RpcFuture<#reply> {
             let _ = request;
             FastFuture::err(Status::unimplemented(#unimplemented))
         }
@@ -170,10 +181,16 @@ fn trait_method(service: &Service, method: &Method) -> TokenStream {
 fn route(service: &Service, method: &Method) -> TokenStream {
     let name = rust_ident(&method.name);
     let path = format!("/{}/{}", full_service_name(service), method.proto_name);
+    let handler = match (method.client_streaming, method.server_streaming) {
+        (false, false) => quote! { unary },
+        (false, true) => quote! { server_streaming },
+        (true, false) => quote! { client_streaming },
+        (true, true) => quote! { streaming },
+    };
     quote! {
         #path => {
             let service = Arc::clone(&self.inner);
-            unary(request, &self.config, move |request| async move { service.#name(request).await })
+            #handler(request, &self.config, move |request| async move { service.#name(request).await })
         }
     }
 }
