@@ -356,6 +356,13 @@ async fn panics_become_internal_and_other_streams_of_the_connection_keep_working
 struct PanickyTestService;
 
 impl support::pb::grpc_testing::test_service_server::TestService for PanickyTestService {
+    type StreamingOutputCallStream =
+        fastgrpc::BoxStream<support::pb::grpc_testing::StreamingOutputCallResponse>;
+    type FullDuplexCallStream =
+        fastgrpc::BoxStream<support::pb::grpc_testing::StreamingOutputCallResponse>;
+    type HalfDuplexCallStream =
+        fastgrpc::BoxStream<support::pb::grpc_testing::StreamingOutputCallResponse>;
+
     async fn empty_call(
         &self,
         _request: Request<support::pb::grpc_testing::Empty>,
@@ -419,6 +426,13 @@ async fn many_concurrent_calls_on_one_connection() {
 struct EchoTestService;
 
 impl support::pb::grpc_testing::test_service_server::TestService for EchoTestService {
+    type StreamingOutputCallStream =
+        fastgrpc::BoxStream<support::pb::grpc_testing::StreamingOutputCallResponse>;
+    type FullDuplexCallStream =
+        fastgrpc::BoxStream<support::pb::grpc_testing::StreamingOutputCallResponse>;
+    type HalfDuplexCallStream =
+        fastgrpc::BoxStream<support::pb::grpc_testing::StreamingOutputCallResponse>;
+
     fn unary_call(
         &self,
         request: Request<support::pb::grpc_testing::SimpleRequest>,

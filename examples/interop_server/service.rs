@@ -1,30 +1,100 @@
 //! `grpc.testing.TestService` as the interop suite expects it; shared by the example binary
 //! and the interop tests (which include this file), so both exercise the same code.
 
+use std::collections::VecDeque;
+use std::time::Duration;
+
 use bytes::Bytes;
-use fastgrpc::{Code, FastFuture, Request, Response, RpcFuture, Status};
+use fastgrpc::metadata::Trailers;
+use fastgrpc::{BoxStream, Code, FastFuture, Request, Response, RpcFuture, Status, Streaming};
+use futures_util::StreamExt;
+use tonic::metadata::MetadataMap;
 
 use crate::grpc_testing;
 use grpc_testing::test_service_server::TestService;
-use grpc_testing::{EchoStatus, Empty, Payload, SimpleRequest, SimpleResponse};
+use grpc_testing::{
+    EchoStatus, Empty, Payload, ResponseParameters, SimpleRequest, SimpleResponse,
+    StreamingInputCallRequest, StreamingInputCallResponse, StreamingOutputCallRequest,
+    StreamingOutputCallResponse,
+};
 
 /// The id reported for `fill_server_id`.
 const SERVER_ID: &str = "fastgrpc-interop";
+const ECHO_INITIAL: &str = "x-grpc-test-echo-initial";
+const ECHO_TRAILING: &str = "x-grpc-test-echo-trailing-bin";
 
-/// The interop service. Every answer is computed at once, so calls take the inline path.
+/// The interop service. Unary answers are computed at once, so they take the inline path.
 pub struct Interop;
 
 impl TestService for Interop {
-    fn empty_call(&self, _request: Request<Empty>) -> impl RpcFuture<Empty> {
-        FastFuture::ok(Response::new(Empty {}))
+    type StreamingOutputCallStream = BoxStream<StreamingOutputCallResponse>;
+    type FullDuplexCallStream = BoxStream<StreamingOutputCallResponse>;
+    type HalfDuplexCallStream = BoxStream<StreamingOutputCallResponse>;
+
+    fn empty_call(&self, request: Request<Empty>) -> impl RpcFuture<Empty> {
+        FastFuture::ok(with_echoed_metadata(
+            request.metadata(),
+            Response::new(Empty {}),
+        ))
     }
 
     fn unary_call(&self, request: Request<SimpleRequest>) -> impl RpcFuture<SimpleResponse> {
-        FastFuture::ready(unary_call(request.into_inner()).map(Response::new))
+        let echo = echo_metadata(request.metadata());
+        let reply = unary_reply(request.into_inner());
+        FastFuture::ready(
+            reply
+                .map(|reply| echo.apply(Response::new(reply)))
+                .map_err(|status| echo.apply_to_status(status)),
+        )
+    }
+
+    fn streaming_output_call(
+        &self,
+        request: Request<StreamingOutputCallRequest>,
+    ) -> impl RpcFuture<Self::StreamingOutputCallStream> {
+        let request = request.into_inner();
+        let mut replies = Replies::default();
+        replies.enqueue(request);
+        FastFuture::ok(Response::new(replies.into_stream(None)))
+    }
+
+    async fn streaming_input_call(
+        &self,
+        request: Request<Streaming<StreamingInputCallRequest>>,
+    ) -> Result<Response<StreamingInputCallResponse>, Status> {
+        let mut requests = request.into_inner();
+        let mut aggregated_payload_size = 0;
+        while let Some(request) = requests.message().await? {
+            aggregated_payload_size += request.payload.map_or(0, |p| p.body.len() as i32);
+        }
+        Ok(Response::new(StreamingInputCallResponse {
+            aggregated_payload_size,
+        }))
+    }
+
+    fn full_duplex_call(
+        &self,
+        request: Request<Streaming<StreamingOutputCallRequest>>,
+    ) -> impl RpcFuture<Self::FullDuplexCallStream> {
+        let echo = echo_metadata(request.metadata());
+        let stream = Replies::default().into_stream(Some(request.into_inner()));
+        FastFuture::ok(echo.apply(Response::new(stream)))
+    }
+
+    async fn half_duplex_call(
+        &self,
+        request: Request<Streaming<StreamingOutputCallRequest>>,
+    ) -> Result<Response<Self::HalfDuplexCallStream>, Status> {
+        let mut requests = request.into_inner();
+        let mut replies = Replies::default();
+        while let Some(request) = requests.message().await? {
+            replies.enqueue(request);
+        }
+        Ok(Response::new(replies.into_stream(None)))
     }
 }
 
-fn unary_call(request: SimpleRequest) -> Result<SimpleResponse, Status> {
+fn unary_reply(request: SimpleRequest) -> Result<SimpleResponse, Status> {
     if let Some(status) = requested_status(request.response_status.as_ref()) {
         return Err(status);
     }
@@ -38,6 +108,95 @@ fn unary_call(request: SimpleRequest) -> Result<SimpleResponse, Status> {
         },
         ..Default::default()
     })
+}
+
+/// What is still to be answered on a streaming call: replies in order, then maybe a status.
+#[derive(Default)]
+struct Replies {
+    pending: VecDeque<ResponseParameters>,
+    status: Option<Status>,
+}
+
+impl Replies {
+    fn enqueue(&mut self, request: StreamingOutputCallRequest) {
+        self.pending.extend(request.response_parameters);
+        if let Some(status) = requested_status(request.response_status.as_ref()) {
+            self.status.get_or_insert(status);
+        }
+    }
+
+    /// The replies as a stream; with `requests`, more are enqueued as requests arrive
+    /// (full duplex), each request's replies sent before the next request is read.
+    fn into_stream(
+        self,
+        requests: Option<Streaming<StreamingOutputCallRequest>>,
+    ) -> BoxStream<StreamingOutputCallResponse> {
+        futures_util::stream::unfold((self, requests), |(mut replies, mut requests)| async move {
+            loop {
+                if let Some(parameters) = replies.pending.pop_front() {
+                    if parameters.interval_us > 0 {
+                        tokio::time::sleep(Duration::from_micros(parameters.interval_us as u64))
+                            .await;
+                    }
+                    let reply = zeros(parameters.size).map(|payload| StreamingOutputCallResponse {
+                        payload: Some(payload),
+                    });
+                    return Some((reply, (replies, requests)));
+                }
+                if let Some(status) = replies.status.take() {
+                    return Some((Err(status), (replies, None)));
+                }
+                match requests.as_mut()?.message().await {
+                    Ok(Some(request)) => replies.enqueue(request),
+                    Ok(None) => return None,
+                    Err(status) => return Some((Err(status), (replies, None))),
+                }
+            }
+        })
+        .boxed()
+    }
+}
+
+/// The metadata the interop suite asks to be echoed back.
+struct Echo {
+    initial: Option<tonic::metadata::MetadataValue<tonic::metadata::Ascii>>,
+    trailing: Option<tonic::metadata::MetadataValue<tonic::metadata::Binary>>,
+}
+
+fn echo_metadata(metadata: &MetadataMap) -> Echo {
+    Echo {
+        initial: metadata.get(ECHO_INITIAL).cloned(),
+        trailing: metadata.get_bin(ECHO_TRAILING).cloned(),
+    }
+}
+
+impl Echo {
+    fn apply<T>(&self, mut response: Response<T>) -> Response<T> {
+        if let Some(initial) = &self.initial {
+            response
+                .metadata_mut()
+                .insert(ECHO_INITIAL, initial.clone());
+        }
+        if let Some(trailing) = &self.trailing {
+            let mut trailers = MetadataMap::new();
+            trailers.insert_bin(ECHO_TRAILING, trailing.clone());
+            response.extensions_mut().insert(Trailers(trailers));
+        }
+        response
+    }
+
+    fn apply_to_status(&self, mut status: Status) -> Status {
+        if let Some(trailing) = &self.trailing {
+            status
+                .metadata_mut()
+                .insert_bin(ECHO_TRAILING, trailing.clone());
+        }
+        status
+    }
+}
+
+fn with_echoed_metadata<T>(metadata: &MetadataMap, response: Response<T>) -> Response<T> {
+    echo_metadata(metadata).apply(response)
 }
 
 /// The status a request asks the server to answer with, if any (code 0 means none).
