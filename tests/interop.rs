@@ -128,3 +128,221 @@ async fn negative_response_size_is_invalid_argument() {
     assert_eq!(status.code(), Code::InvalidArgument);
     server.stop().await;
 }
+
+fn zeros(size: usize) -> Option<client_pb::Payload> {
+    Some(client_pb::Payload {
+        r#type: 0,
+        body: vec![0; size],
+    })
+}
+
+fn output_request(sizes: &[i32]) -> client_pb::StreamingOutputCallRequest {
+    client_pb::StreamingOutputCallRequest {
+        response_parameters: sizes
+            .iter()
+            .map(|&size| client_pb::ResponseParameters {
+                size,
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn client_streaming() {
+    let (server, mut client) = interop_server().await;
+    let requests = [27_182, 8, 1_828, 45_904].map(|size| client_pb::StreamingInputCallRequest {
+        payload: zeros(size),
+        ..Default::default()
+    });
+    let reply = client
+        .streaming_input_call(tokio_stream::iter(requests))
+        .await
+        .unwrap();
+    assert_eq!(reply.get_ref().aggregated_payload_size, 74_922);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn server_streaming() {
+    let (server, mut client) = interop_server().await;
+    let sizes = [31_415, 9, 2_653, 58_979];
+    let mut replies = client
+        .streaming_output_call(output_request(&sizes))
+        .await
+        .unwrap()
+        .into_inner();
+    for size in sizes {
+        let reply = replies
+            .message()
+            .await
+            .unwrap()
+            .expect("one reply per size");
+        assert_eq!(reply.payload.unwrap().body.len(), size as usize);
+    }
+    assert!(replies.message().await.unwrap().is_none());
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn ping_pong() {
+    let (server, mut client) = interop_server().await;
+    let (requests, rx) = tokio::sync::mpsc::channel(1);
+    let mut replies = client
+        .full_duplex_call(tokio_stream::wrappers::ReceiverStream::new(rx))
+        .await
+        .unwrap()
+        .into_inner();
+    for (request_size, reply_size) in [(27_182, 31_415), (8, 9), (1_828, 2_653), (45_904, 58_979)] {
+        let mut request = output_request(&[reply_size]);
+        request.payload = zeros(request_size);
+        requests.send(request).await.unwrap();
+        let reply = replies
+            .message()
+            .await
+            .unwrap()
+            .expect("a reply per request");
+        assert_eq!(reply.payload.unwrap().body.len(), reply_size as usize);
+    }
+    drop(requests);
+    assert!(replies.message().await.unwrap().is_none());
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn empty_stream() {
+    let (server, mut client) = interop_server().await;
+    let mut replies = client
+        .full_duplex_call(tokio_stream::empty())
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(replies.message().await.unwrap().is_none());
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn custom_metadata() {
+    let (server, mut client) = interop_server().await;
+    let trailing = tonic::metadata::MetadataValue::from_bytes(&[0xab, 0xab, 0xab]);
+    fn with_metadata<T>(mut request: tonic::Request<T>) -> tonic::Request<T> {
+        let metadata = request.metadata_mut();
+        metadata.insert(
+            "x-grpc-test-echo-initial",
+            "test_initial_metadata_value".parse().unwrap(),
+        );
+        metadata.insert_bin(
+            "x-grpc-test-echo-trailing-bin",
+            tonic::metadata::MetadataValue::from_bytes(&[0xab, 0xab, 0xab]),
+        );
+        request
+    }
+    let check = |headers: &tonic::metadata::MetadataMap,
+                 trailers: &tonic::metadata::MetadataMap| {
+        assert_eq!(
+            headers.get("x-grpc-test-echo-initial").unwrap(),
+            "test_initial_metadata_value"
+        );
+        assert_eq!(
+            trailers.get_bin("x-grpc-test-echo-trailing-bin").unwrap(),
+            &trailing
+        );
+    };
+
+    let mut unary = tonic::Request::new(client_pb::SimpleRequest {
+        response_size: 314_159,
+        payload: zeros(271_828),
+        ..Default::default()
+    });
+    unary = with_metadata(unary);
+    // tonic merges a unary call's trailers into the response metadata.
+    let reply = client.unary_call(unary).await.unwrap();
+    check(reply.metadata(), reply.metadata());
+
+    let request = with_metadata(tonic::Request::new(tokio_stream::iter([{
+        let mut request = output_request(&[314_159]);
+        request.payload = zeros(271_828);
+        request
+    }])));
+    let reply = client.full_duplex_call(request).await.unwrap();
+    let headers = reply.metadata().clone();
+    let mut replies = reply.into_inner();
+    assert_eq!(
+        replies
+            .message()
+            .await
+            .unwrap()
+            .unwrap()
+            .payload
+            .unwrap()
+            .body
+            .len(),
+        314_159
+    );
+    assert!(replies.message().await.unwrap().is_none());
+    check(&headers, &replies.trailers().await.unwrap().unwrap());
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn status_code_and_message_full_duplex() {
+    let (server, mut client) = interop_server().await;
+    let request = client_pb::StreamingOutputCallRequest {
+        response_status: echo_status(2, "test status message"),
+        ..Default::default()
+    };
+    let outcome = match client.full_duplex_call(tokio_stream::iter([request])).await {
+        Ok(reply) => reply.into_inner().message().await.map(|_| ()),
+        Err(status) => Err(status),
+    };
+    let status = outcome.unwrap_err();
+    assert_eq!(status.code(), Code::Unknown);
+    assert_eq!(status.message(), "test status message");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn cancel_after_first_response() {
+    let (server, mut client) = interop_server().await;
+    let (requests, rx) = tokio::sync::mpsc::channel(1);
+    let call = client.full_duplex_call(tokio_stream::wrappers::ReceiverStream::new(rx));
+    let mut request = output_request(&[31_415]);
+    request.payload = zeros(27_182);
+    requests.send(request).await.unwrap();
+    let mut replies = call.await.unwrap().into_inner();
+    assert!(replies.message().await.unwrap().is_some());
+    drop(replies);
+    drop(requests);
+    // The server keeps serving after the cancellation.
+    assert!(client.empty_call(client_pb::Empty {}).await.is_ok());
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn timeout_on_sleeping_server() {
+    let (server, mut client) = interop_server().await;
+    let (requests, rx) = tokio::sync::mpsc::channel(1);
+    let mut request = tonic::Request::new(tokio_stream::wrappers::ReceiverStream::new(rx));
+    request.set_timeout(std::time::Duration::from_millis(1));
+    let mut first = output_request(&[31_415]);
+    first.payload = zeros(27_182);
+    requests.send(first).await.unwrap();
+    // The request stream stays open, so only the deadline can end the call.
+    let outcome = match client.full_duplex_call(request).await {
+        Ok(reply) => {
+            let mut replies = reply.into_inner();
+            loop {
+                match replies.message().await {
+                    Ok(Some(_)) => continue,
+                    other => break other.map(|_| ()),
+                }
+            }
+        }
+        Err(status) => Err(status),
+    };
+    let status = outcome.expect_err("a 1 ms deadline passes");
+    assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+    drop(requests);
+    server.stop().await;
+}
