@@ -1,1 +1,1083 @@
 //! Message compression (gzip, deflate, zstd) and `grpc-encoding` negotiation.
+//!
+//! gRPC compresses each message on its own (no context carries over between messages; the
+//! frame's flag byte says whether that message is compressed), with the algorithm the sender
+//! names in the `grpc-encoding` header. Per `doc/compression.md` in the grpc repository:
+//!
+//! - a request compressed with an encoding the server does not support fails with
+//!   `UNIMPLEMENTED`, and the response carries `grpc-accept-encoding` listing what the server
+//!   does accept ([`request_encoding`]);
+//! - the server may compress responses with any encoding the client lists in its
+//!   `grpc-accept-encoding`, or not at all ([`response_encoding`]);
+//! - a message that cannot be decompressed is `INTERNAL` ([`decompress`]).
+//!
+//! Decompression is bounded: a message is never inflated past the receive limit, so a small
+//! request cannot make the server allocate gigabytes (a "decompression bomb"); it is refused
+//! with `RESOURCE_EXHAUSTED`, as an uncompressed message over the limit is.
+//!
+//! `deflate` is the zlib format (RFC 1950), as in HTTP and in grpc-core, grpc-java and tonic.
+//! zstd needs the default-on `zstd` cargo feature, which builds the C zstd library.
+
+use std::fmt;
+use std::io::{self, Read};
+
+use bytes::{BufMut, Bytes, BytesMut};
+use flate2::{Compress, Compression, Crc, FlushCompress};
+use http::header::{HeaderMap, HeaderName, HeaderValue};
+use tonic::Status;
+use tonic::metadata::MetadataValue;
+
+use crate::codec::FRAME_HEADER_LEN;
+
+/// The request header naming the encoding of the request's compressed messages.
+pub const GRPC_ENCODING: HeaderName = HeaderName::from_static("grpc-encoding");
+
+/// The header listing the encodings a peer can decompress.
+pub const GRPC_ACCEPT_ENCODING: HeaderName = HeaderName::from_static("grpc-accept-encoding");
+
+/// The level flate2 and zlib use by default: a balance of speed and ratio.
+const DEFLATE_LEVEL: u32 = 6;
+
+/// Deflate's largest possible expansion, 1032:1: a 258-byte match coded in 2 bits.
+const MAX_DEFLATE_RATIO: usize = 1032;
+
+/// zstd's own default level.
+#[cfg(feature = "zstd")]
+const ZSTD_LEVEL: i32 = 3;
+
+/// A compression algorithm fastgrpc can use for messages.
+///
+/// The variants present depend on cargo features (`Zstd` needs `zstd`), so the enum is
+/// non-exhaustive: a `match` outside this crate needs a wildcard arm.
+///
+/// ```
+/// use fastgrpc::compression::CompressionEncoding;
+///
+/// assert_eq!(CompressionEncoding::Gzip.as_str(), "gzip");
+/// assert_eq!(
+///     CompressionEncoding::from_name(b"DEFLATE"),
+///     Some(CompressionEncoding::Deflate)
+/// );
+/// // `identity` is "no compression", not an encoding.
+/// assert_eq!(CompressionEncoding::from_name(b"identity"), None);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CompressionEncoding {
+    /// gzip (RFC 1952).
+    Gzip,
+    /// deflate in the zlib format (RFC 1950).
+    Deflate,
+    /// Zstandard (RFC 8878).
+    #[cfg(feature = "zstd")]
+    Zstd,
+}
+
+impl CompressionEncoding {
+    /// Every encoding built in, in the order a server prefers them by default: zstd
+    /// (fastest, best ratio), then gzip (which every gRPC implementation has), then deflate.
+    pub const ALL: &'static [CompressionEncoding] = &[
+        #[cfg(feature = "zstd")]
+        CompressionEncoding::Zstd,
+        CompressionEncoding::Gzip,
+        CompressionEncoding::Deflate,
+    ];
+
+    /// The name used in `grpc-encoding` and `grpc-accept-encoding`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            CompressionEncoding::Gzip => "gzip",
+            CompressionEncoding::Deflate => "deflate",
+            #[cfg(feature = "zstd")]
+            CompressionEncoding::Zstd => "zstd",
+        }
+    }
+
+    /// The encoding a content-coding name stands for, ignoring ASCII case (HTTP content-codings
+    /// are case-insensitive); `None` for `identity` and for names not built in.
+    pub fn from_name(name: &[u8]) -> Option<CompressionEncoding> {
+        CompressionEncoding::ALL
+            .iter()
+            .copied()
+            .find(|encoding| name.eq_ignore_ascii_case(encoding.as_str().as_bytes()))
+    }
+
+    /// The name as a header value, for the response's `grpc-encoding`.
+    pub const fn header_value(self) -> HeaderValue {
+        HeaderValue::from_static(self.as_str())
+    }
+
+    /// A bit per encoding, for [`AcceptEncoding`].
+    const fn bit(self) -> u8 {
+        match self {
+            CompressionEncoding::Gzip => 1,
+            CompressionEncoding::Deflate => 2,
+            #[cfg(feature = "zstd")]
+            CompressionEncoding::Zstd => 4,
+        }
+    }
+}
+
+impl fmt::Display for CompressionEncoding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The encoding of a request's compressed messages, from its `grpc-encoding` header.
+///
+/// No header, or `identity`, is `Ok(None)`: messages must not be compressed. An encoding in
+/// `enabled` is `Ok(Some(_))`. Anything else, including an encoding fastgrpc has but the
+/// server did not enable, is `UNIMPLEMENTED` with a message naming what is accepted, and with
+/// `grpc-accept-encoding` in the status's metadata, so the trailers-only response carries it
+/// as the spec asks (and, as it requires, without the rejected encoding).
+///
+/// ```
+/// use fastgrpc::compression::{request_encoding, CompressionEncoding};
+/// use http::{HeaderMap, HeaderValue};
+///
+/// let enabled = [CompressionEncoding::Gzip];
+/// let mut headers = HeaderMap::new();
+/// assert_eq!(request_encoding(&headers, &enabled).unwrap(), None);
+///
+/// headers.insert("grpc-encoding", HeaderValue::from_static("gzip"));
+/// assert_eq!(request_encoding(&headers, &enabled).unwrap(), Some(CompressionEncoding::Gzip));
+///
+/// headers.insert("grpc-encoding", HeaderValue::from_static("snappy"));
+/// let status = request_encoding(&headers, &enabled).unwrap_err();
+/// assert_eq!(status.code(), tonic::Code::Unimplemented);
+/// assert_eq!(status.metadata().get("grpc-accept-encoding").unwrap(), "identity,gzip");
+/// ```
+pub fn request_encoding(
+    headers: &HeaderMap,
+    enabled: &[CompressionEncoding],
+) -> Result<Option<CompressionEncoding>, Status> {
+    let Some(value) = headers.get(GRPC_ENCODING) else {
+        return Ok(None);
+    };
+    let name = value.as_bytes();
+    if name.eq_ignore_ascii_case(b"identity") {
+        return Ok(None);
+    }
+    match CompressionEncoding::from_name(name) {
+        Some(encoding) if enabled.contains(&encoding) => Ok(Some(encoding)),
+        _ => Err(unsupported_encoding(name, enabled)),
+    }
+}
+
+/// `UNIMPLEMENTED` for a request encoding the server does not accept.
+#[cold]
+fn unsupported_encoding(name: &[u8], enabled: &[CompressionEncoding]) -> Status {
+    let accepted = accepted_names(enabled);
+    let quoted: String = if name.len() <= 32 {
+        format!("{:?}", name.escape_ascii().to_string())
+    } else {
+        format!("of {} bytes", name.len())
+    };
+    let mut status = Status::unimplemented(format!(
+        "request messages are compressed with grpc-encoding {quoted}, which this server does \
+         not support; it accepts {}",
+        accepted.replace(',', ", ")
+    ));
+    let value = MetadataValue::try_from(accepted).expect("encoding names are valid metadata");
+    status.metadata_mut().insert("grpc-accept-encoding", value);
+    status
+}
+
+/// The `grpc-accept-encoding` value announcing `enabled`: `identity` first (always accepted),
+/// then each enabled encoding, comma-separated.
+///
+/// Build it once, when the server is configured, and clone it per response.
+///
+/// ```
+/// use fastgrpc::compression::{accept_encoding_header, CompressionEncoding};
+///
+/// let value = accept_encoding_header(&[CompressionEncoding::Gzip, CompressionEncoding::Deflate]);
+/// assert_eq!(value, "identity,gzip,deflate");
+/// assert_eq!(accept_encoding_header(&[]), "identity");
+/// ```
+pub fn accept_encoding_header(enabled: &[CompressionEncoding]) -> HeaderValue {
+    HeaderValue::try_from(accepted_names(enabled)).expect("encoding names are valid header text")
+}
+
+/// `identity,` then the names of `enabled`, each once.
+fn accepted_names(enabled: &[CompressionEncoding]) -> String {
+    let mut names = String::from("identity");
+    for (i, encoding) in enabled.iter().enumerate() {
+        if !enabled[..i].contains(encoding) {
+            names.push(',');
+            names.push_str(encoding.as_str());
+        }
+    }
+    names
+}
+
+/// The set of encodings a client lists in `grpc-accept-encoding`.
+///
+/// A `Copy` bit set: parsing allocates nothing. Unknown names and `identity` are ignored
+/// (every peer accepts uncompressed messages), as are surrounding spaces and tabs and empty
+/// entries; names are matched ignoring ASCII case.
+///
+/// ```
+/// use fastgrpc::compression::{AcceptEncoding, CompressionEncoding};
+/// use http::HeaderValue;
+///
+/// let accepted = AcceptEncoding::parse(&HeaderValue::from_static("identity, GZIP ,br,,deflate"));
+/// assert!(accepted.contains(CompressionEncoding::Gzip));
+/// assert!(accepted.contains(CompressionEncoding::Deflate));
+/// assert!(!AcceptEncoding::parse(&HeaderValue::from_static("identity")).contains(CompressionEncoding::Gzip));
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AcceptEncoding {
+    bits: u8,
+}
+
+impl AcceptEncoding {
+    /// The encodings named in one header value.
+    pub fn parse(value: &HeaderValue) -> AcceptEncoding {
+        let mut accepted = AcceptEncoding::default();
+        for name in value.as_bytes().split(|&b| b == b',') {
+            if let Some(encoding) = CompressionEncoding::from_name(name.trim_ascii()) {
+                accepted.bits |= encoding.bit();
+            }
+        }
+        accepted
+    }
+
+    /// The encodings named in every `grpc-accept-encoding` header of `headers` (a header may
+    /// be repeated instead of comma-separated); empty if there is none.
+    pub fn from_headers(headers: &HeaderMap) -> AcceptEncoding {
+        let mut accepted = AcceptEncoding::default();
+        for value in headers.get_all(GRPC_ACCEPT_ENCODING) {
+            accepted.bits |= AcceptEncoding::parse(value).bits;
+        }
+        accepted
+    }
+
+    /// Whether `encoding` is in the set.
+    pub fn contains(self, encoding: CompressionEncoding) -> bool {
+        self.bits & encoding.bit() != 0
+    }
+
+    /// Whether the set is empty: the client accepts only uncompressed messages.
+    pub fn is_empty(self) -> bool {
+        self.bits == 0
+    }
+
+    /// The first of `enabled` (the server's order of preference) that is in the set.
+    ///
+    /// The server's order decides, not the client's: the spec gives `grpc-accept-encoding` no
+    /// order of preference (no q-values), and the server pays for compressing.
+    pub fn choose(self, enabled: &[CompressionEncoding]) -> Option<CompressionEncoding> {
+        enabled
+            .iter()
+            .copied()
+            .find(|&encoding| self.contains(encoding))
+    }
+}
+
+/// The encoding for a response's messages: the first of `enabled` that the client lists in
+/// `grpc-accept-encoding`, or `None` (send uncompressed) if it lists none of them.
+///
+/// ```
+/// use fastgrpc::compression::{response_encoding, CompressionEncoding};
+/// use http::{HeaderMap, HeaderValue};
+///
+/// let enabled = [CompressionEncoding::Gzip, CompressionEncoding::Deflate];
+/// let mut headers = HeaderMap::new();
+/// headers.insert("grpc-accept-encoding", HeaderValue::from_static("deflate, gzip"));
+/// // The server's preference wins.
+/// assert_eq!(response_encoding(&headers, &enabled), Some(CompressionEncoding::Gzip));
+///
+/// headers.insert("grpc-accept-encoding", HeaderValue::from_static("identity, snappy"));
+/// assert_eq!(response_encoding(&headers, &enabled), None);
+/// ```
+pub fn response_encoding(
+    headers: &HeaderMap,
+    enabled: &[CompressionEncoding],
+) -> Option<CompressionEncoding> {
+    if enabled.is_empty() {
+        return None;
+    }
+    AcceptEncoding::from_headers(headers).choose(enabled)
+}
+
+/// Decompresses one message, refusing to produce more than `max_len` bytes.
+///
+/// - Output over `max_len` is `RESOURCE_EXHAUSTED`, found out by decompressing at most
+///   `max_len + 1` bytes: the output buffer starts from a size estimate (the size gzip and
+///   zstd record, when they do, or a multiple of the compressed size) and grows by doubling,
+///   but never past `max_len + 1` bytes, so a decompression bomb costs at most that much
+///   memory and the time to inflate that much. A zstd frame that declares a larger size is
+///   refused before anything is decompressed, and the zstd window is capped at
+///   `max(8 MiB, max_len)` so a frame header cannot make zstd allocate its 128 MiB default.
+/// - Input that is corrupt, truncated, or followed by stray bytes is `INTERNAL`, with the
+///   decoder's reason.
+///
+/// Decoder state (a few tens of KiB for inflate, the window for zstd) is allocated per call,
+/// as the spec's fresh context per message implies.
+///
+/// ```
+/// use bytes::BytesMut;
+/// use fastgrpc::compression::{compress, decompress, CompressionEncoding};
+///
+/// let mut compressed = BytesMut::new();
+/// compress(CompressionEncoding::Gzip, &[7; 1000], &mut compressed).unwrap();
+/// assert_eq!(decompress(CompressionEncoding::Gzip, &compressed, 1000).unwrap(), &[7; 1000][..]);
+///
+/// let error = decompress(CompressionEncoding::Gzip, &compressed, 999).unwrap_err();
+/// assert_eq!(error.code(), tonic::Code::ResourceExhausted);
+/// ```
+pub fn decompress(
+    encoding: CompressionEncoding,
+    compressed: &[u8],
+    max_len: usize,
+) -> Result<Bytes, Status> {
+    let guess = compressed.len().saturating_mul(4);
+    let result = match encoding {
+        CompressionEncoding::Gzip => {
+            // ISIZE, the last 4 bytes, is the uncompressed size (of the last member, modulo
+            // 2^32): a hint only, the output is bounded whatever it says. Deflate cannot
+            // expand more than about 1032:1, so a larger claim is a lie not worth a buffer.
+            let hint = match compressed.last_chunk::<4>() {
+                Some(isize) => (u32::from_le_bytes(*isize) as usize)
+                    .min(compressed.len().saturating_mul(MAX_DEFLATE_RATIO)),
+                None => guess,
+            };
+            let mut decoder = flate2::bufread::MultiGzDecoder::new(compressed);
+            read_bounded(&mut decoder, hint, max_len)
+        }
+        CompressionEncoding::Deflate => {
+            let mut decoder = flate2::bufread::ZlibDecoder::new(compressed);
+            read_bounded(&mut decoder, guess, max_len).and_then(|output| {
+                // The zlib decoder stops at the end of the stream; anything after it is not
+                // part of the message.
+                if decoder.get_ref().is_empty() {
+                    Ok(output)
+                } else {
+                    Err(DecompressError::Io(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        "stray bytes after the end of the deflate stream",
+                    )))
+                }
+            })
+        }
+        #[cfg(feature = "zstd")]
+        CompressionEncoding::Zstd => decompress_zstd(compressed, max_len),
+    };
+    match result {
+        Ok(output) => Ok(Bytes::from(output)),
+        Err(DecompressError::TooLarge) => Err(Status::resource_exhausted(format!(
+            "decompressed request message is larger than the limit of {max_len} bytes"
+        ))),
+        Err(DecompressError::Io(error)) => Err(Status::internal(format!(
+            "failed to decompress a {encoding} request message: {error}"
+        ))),
+    }
+}
+
+#[cfg(feature = "zstd")]
+fn decompress_zstd(compressed: &[u8], max_len: usize) -> Result<Vec<u8>, DecompressError> {
+    use zstd::zstd_safe;
+
+    // A frame that states its size up front can be refused, or sized exactly, before any work.
+    // (zstd checks the stated size against the content, so a frame cannot lie about it and
+    // still decode; the read stays bounded regardless.)
+    let hint = match zstd_safe::get_frame_content_size(compressed) {
+        Ok(Some(size)) if size > max_len as u64 => return Err(DecompressError::TooLarge),
+        Ok(Some(size)) => size as usize,
+        _ => compressed.len().saturating_mul(4),
+    };
+    let mut decoder = zstd::stream::read::Decoder::with_buffer(compressed)?;
+    // Back-references reach at most 2^window_log bytes, and zstd allocates that much up
+    // front. Standard levels up to 19 use at most 2^23 (8 MiB); beyond that, only as far as
+    // a message within the limit could need, up to zstd's own maximum for the platform.
+    let needed = usize::BITS - max_len.leading_zeros();
+    let platform_max = if usize::BITS == 32 { 30 } else { 31 };
+    decoder.window_log_max(needed.clamp(23, platform_max))?;
+    read_bounded(&mut decoder, hint, max_len)
+}
+
+/// Why decompression failed.
+#[derive(Debug)]
+enum DecompressError {
+    /// The output would exceed the limit.
+    TooLarge,
+    /// The input is not valid for the encoding.
+    Io(io::Error),
+}
+
+impl From<io::Error> for DecompressError {
+    fn from(error: io::Error) -> Self {
+        DecompressError::Io(error)
+    }
+}
+
+/// Reads `reader` to its end into a buffer that never holds more than `max_len + 1` bytes.
+///
+/// The buffer starts at `hint` (capped) and doubles when full; reaching `max_len + 1` bytes
+/// proves the output too large, so nothing past that is ever read. When the buffer is exactly
+/// full, a small probe read checks for the end before growing it, so an exact hint allocates
+/// once.
+fn read_bounded(
+    reader: &mut impl Read,
+    hint: usize,
+    max_len: usize,
+) -> Result<Vec<u8>, DecompressError> {
+    let limit = max_len.saturating_add(1);
+    // Zeroed as it grows: `filled..len` is initialized space to read into.
+    let mut buf = vec![0u8; hint.clamp(1, limit)];
+    note_buffer_len(buf.capacity());
+    let mut filled = 0;
+    loop {
+        if filled == buf.len() {
+            let mut probe = [0u8; 32];
+            let n = read_some(reader, &mut probe)?;
+            if n == 0 {
+                break;
+            }
+            if filled + n > max_len {
+                return Err(DecompressError::TooLarge);
+            }
+            // `filled + n <= max_len < limit`, so the bounds are in order.
+            let grown = buf.len().saturating_mul(2).clamp(filled + n, limit);
+            // Exactly: `resize` alone may round the capacity up past the limit.
+            buf.reserve_exact(grown - buf.len());
+            buf.resize(grown, 0);
+            note_buffer_len(buf.capacity());
+            buf[filled..filled + n].copy_from_slice(&probe[..n]);
+            filled += n;
+            continue;
+        }
+        let n = read_some(reader, &mut buf[filled..])?;
+        if n == 0 {
+            break;
+        }
+        filled += n;
+        if filled > max_len {
+            return Err(DecompressError::TooLarge);
+        }
+    }
+    buf.truncate(filled);
+    Ok(buf)
+}
+
+#[cfg(test)]
+thread_local! {
+    /// The largest output buffer capacity `read_bounded` made on this thread, for the tests.
+    static LARGEST_BUFFER: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+#[cfg(test)]
+fn note_buffer_len(len: usize) {
+    LARGEST_BUFFER.with(|largest| largest.set(largest.get().max(len)));
+}
+
+#[cfg(not(test))]
+#[inline(always)]
+fn note_buffer_len(_len: usize) {}
+
+/// `Read::read`, retried on `Interrupted`.
+fn read_some(reader: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        match reader.read(buf) {
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            result => return result,
+        }
+    }
+}
+
+/// Compresses `data` with `encoding`, appending the result to `out`.
+///
+/// The compressor writes straight into `out`'s memory: nothing is compressed into a buffer of
+/// its own and copied over, so [`encode_frame`] can put a frame header in front and patch its
+/// length afterwards. `out` grows as needed, starting from an estimate of half the input
+/// (messages worth compressing usually shrink at least that much).
+///
+/// The output is standard: a gzip member (RFC 1952) with no name or time, a zlib stream
+/// (RFC 1950), or a zstd frame (RFC 8878) that records its content size. Levels are the
+/// libraries' defaults: 6 for gzip and deflate, 3 for zstd.
+///
+/// ```
+/// use bytes::BytesMut;
+/// use fastgrpc::compression::{compress, decompress, CompressionEncoding};
+///
+/// let mut out = BytesMut::from(&b"prefix"[..]);
+/// compress(CompressionEncoding::Deflate, b"hello hello hello hello", &mut out).unwrap();
+/// assert_eq!(&out[..6], b"prefix");
+/// let round_trip = decompress(CompressionEncoding::Deflate, &out[6..], 1024).unwrap();
+/// assert_eq!(round_trip, &b"hello hello hello hello"[..]);
+/// ```
+pub fn compress(
+    encoding: CompressionEncoding,
+    data: &[u8],
+    out: &mut BytesMut,
+) -> Result<(), Status> {
+    match encoding {
+        CompressionEncoding::Gzip => {
+            // Header: magic, CM=8 (deflate), no flags, no mtime, no extra flags, OS unknown.
+            out.extend_from_slice(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff]);
+            deflate_into(data, out, false)?;
+            let mut crc = Crc::new();
+            crc.update(data);
+            out.put_u32_le(crc.sum());
+            // ISIZE is the size modulo 2^32, by definition.
+            out.put_u32_le(data.len() as u32);
+            Ok(())
+        }
+        CompressionEncoding::Deflate => deflate_into(data, out, true),
+        #[cfg(feature = "zstd")]
+        CompressionEncoding::Zstd => zstd_into(data, out),
+    }
+}
+
+/// The first guess at the compressed size: half, plus room for headers.
+fn initial_estimate(len: usize) -> usize {
+    len / 2 + 64
+}
+
+/// Room to add when a compressor has filled `out` with `remaining` input left: enough for
+/// that input even if it does not compress at all.
+fn growth(remaining: usize) -> usize {
+    remaining + remaining / 256 + 64
+}
+
+/// Deflates `data` into `out`, raw or in the zlib format.
+fn deflate_into(data: &[u8], out: &mut BytesMut, zlib_header: bool) -> Result<(), Status> {
+    let mut compressor = Compress::new(Compression::new(DEFLATE_LEVEL), zlib_header);
+    let mut len = out.len();
+    out.resize(len + initial_estimate(data.len()), 0);
+    loop {
+        let (in_before, out_before) = (compressor.total_in(), compressor.total_out());
+        let status = compressor
+            .compress(
+                &data[in_before as usize..],
+                &mut out[len..],
+                FlushCompress::Finish,
+            )
+            .map_err(|error| Status::internal(format!("failed to compress a message: {error}")))?;
+        len += (compressor.total_out() - out_before) as usize;
+        if status == flate2::Status::StreamEnd {
+            break;
+        }
+        if len == out.len() {
+            let remaining = data.len() - compressor.total_in() as usize;
+            out.resize(out.len() + growth(remaining), 0);
+        } else if compressor.total_in() == in_before && compressor.total_out() == out_before {
+            // With room left and `Finish`, deflate always progresses or ends; fail rather
+            // than spin if it ever did not.
+            return Err(Status::internal("the deflate compressor made no progress"));
+        }
+    }
+    out.truncate(len);
+    Ok(())
+}
+
+/// Compresses `data` into `out` as one zstd frame that records its size.
+#[cfg(feature = "zstd")]
+fn zstd_into(data: &[u8], out: &mut BytesMut) -> Result<(), Status> {
+    use zstd::zstd_safe::{self, CCtx, CParameter, InBuffer, OutBuffer};
+
+    let failed = |code: usize| {
+        Status::internal(format!(
+            "failed to compress a message: {}",
+            zstd_safe::get_error_name(code)
+        ))
+    };
+    let mut cctx = CCtx::try_create()
+        .ok_or_else(|| Status::resource_exhausted("out of memory for a zstd compressor"))?;
+    cctx.set_parameter(CParameter::CompressionLevel(ZSTD_LEVEL))
+        .map_err(failed)?;
+    let mut input = InBuffer::around(data);
+    let mut len = out.len();
+    out.resize(len + initial_estimate(data.len()), 0);
+    loop {
+        let mut output = OutBuffer::around(&mut out[len..]);
+        // `e_end` from the first call: zstd then knows the whole input, writes its size in
+        // the frame header and sizes its window to it.
+        let remaining = cctx
+            .compress_stream2(
+                &mut output,
+                &mut input,
+                zstd_safe::zstd_sys::ZSTD_EndDirective::ZSTD_e_end,
+            )
+            .map_err(failed)?;
+        len += output.pos();
+        if remaining == 0 {
+            break;
+        }
+        if len == out.len() {
+            out.resize(
+                out.len() + growth(remaining.max(data.len() - input.pos())),
+                0,
+            );
+        }
+    }
+    out.truncate(len);
+    Ok(())
+}
+
+/// Appends one compressed gRPC frame to `out`: flag `1`, the 4-byte big-endian length of the
+/// compressed message, and the message compressed with `encoding`.
+///
+/// `message` is the encoded (protobuf) message. It is compressed straight into `out` after a
+/// placeholder header whose length is filled in afterwards, so the compressed bytes are
+/// written once and never copied. The caller still encodes the message into a buffer of its
+/// own first (the compressors need its bytes); that buffer can be reused across messages.
+///
+/// A compressed message longer than `u32::MAX` bytes cannot be framed: `RESOURCE_EXHAUSTED`,
+/// with `out` left as it was.
+///
+/// ```
+/// use bytes::BytesMut;
+/// use fastgrpc::compression::{decompress, encode_frame, CompressionEncoding};
+///
+/// let mut frame = BytesMut::new();
+/// encode_frame(CompressionEncoding::Gzip, &[1; 100], &mut frame).unwrap();
+/// assert_eq!(frame[0], 1);
+/// let len = u32::from_be_bytes(frame[1..5].try_into().unwrap()) as usize;
+/// assert_eq!(len, frame.len() - 5);
+/// assert_eq!(decompress(CompressionEncoding::Gzip, &frame[5..], 100).unwrap(), &[1; 100][..]);
+/// ```
+pub fn encode_frame(
+    encoding: CompressionEncoding,
+    message: &[u8],
+    out: &mut BytesMut,
+) -> Result<(), Status> {
+    let start = out.len();
+    out.put_u8(1);
+    out.put_u32(0);
+    if let Err(status) = compress(encoding, message, out) {
+        out.truncate(start);
+        return Err(status);
+    }
+    let len = out.len() - start - FRAME_HEADER_LEN;
+    let Ok(declared) = u32::try_from(len) else {
+        out.truncate(start);
+        return Err(Status::resource_exhausted(format!(
+            "compressed response message of {len} bytes does not fit a gRPC frame"
+        )));
+    };
+    out[start + 1..start + FRAME_HEADER_LEN].copy_from_slice(&declared.to_be_bytes());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+    use tonic::Code;
+
+    /// Protobuf-ish data: repetitive but not trivially so.
+    fn sample(len: usize) -> Vec<u8> {
+        (0..len)
+            .map(|i| b"the quick brown fox jumps over the lazy dog; "[i % 45] ^ (i / 997) as u8)
+            .collect()
+    }
+
+    /// Data that does not compress: a simple xorshift sequence.
+    fn noise(len: usize) -> Vec<u8> {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    }
+
+    fn compressed(encoding: CompressionEncoding, data: &[u8]) -> BytesMut {
+        let mut out = BytesMut::new();
+        compress(encoding, data, &mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn round_trips_for_every_encoding_and_size() {
+        for &encoding in CompressionEncoding::ALL {
+            for len in [0, 1, 100, 64 * 1024, 1024 * 1024 + 3] {
+                for data in [sample(len), noise(len)] {
+                    let packed = compressed(encoding, &data);
+                    let unpacked = decompress(encoding, &packed, len).unwrap();
+                    assert_eq!(unpacked, data, "{encoding} {len}");
+                }
+            }
+            let big = sample(1024 * 1024);
+            assert!(
+                compressed(encoding, &big).len() < big.len() / 4,
+                "{encoding} compresses repetitive data"
+            );
+        }
+    }
+
+    #[test]
+    fn output_is_readable_by_the_reference_decoders() {
+        let data = sample(10_000);
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(&compressed(CompressionEncoding::Gzip, &data)[..])
+            .read_to_end(&mut out)
+            .unwrap();
+        assert_eq!(out, data);
+        out.clear();
+        flate2::read::ZlibDecoder::new(&compressed(CompressionEncoding::Deflate, &data)[..])
+            .read_to_end(&mut out)
+            .unwrap();
+        assert_eq!(out, data);
+        #[cfg(feature = "zstd")]
+        {
+            let packed = compressed(CompressionEncoding::Zstd, &data);
+            assert_eq!(zstd::decode_all(&packed[..]).unwrap(), data);
+            assert_eq!(
+                zstd::zstd_safe::get_frame_content_size(&packed).unwrap(),
+                Some(10_000),
+                "the frame records its size"
+            );
+        }
+    }
+
+    #[test]
+    fn reads_what_other_encoders_produce() {
+        use std::io::Write;
+        let data = sample(50_000);
+        // flate2's own encoders, as tonic uses them (gzip with a header of its choosing).
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), Compression::best());
+        gz.write_all(&data).unwrap();
+        let gz = gz.finish().unwrap();
+        assert_eq!(
+            decompress(CompressionEncoding::Gzip, &gz, data.len()).unwrap(),
+            data
+        );
+
+        let mut zlib = flate2::write::ZlibEncoder::new(Vec::new(), Compression::fast());
+        zlib.write_all(&data).unwrap();
+        let zlib = zlib.finish().unwrap();
+        assert_eq!(
+            decompress(CompressionEncoding::Deflate, &zlib, data.len()).unwrap(),
+            data
+        );
+
+        // Two gzip members are one gzip stream.
+        let mut two = gz.clone();
+        two.extend_from_slice(&gz);
+        let both = decompress(CompressionEncoding::Gzip, &two, 2 * data.len()).unwrap();
+        assert_eq!(both.len(), 2 * data.len());
+
+        #[cfg(feature = "zstd")]
+        {
+            // A streaming encoder's frame records no size and uses a large window.
+            let mut encoder = zstd::stream::write::Encoder::new(Vec::new(), 19).unwrap();
+            encoder.write_all(&data).unwrap();
+            let frame = encoder.finish().unwrap();
+            assert_eq!(
+                zstd::zstd_safe::get_frame_content_size(&frame).unwrap(),
+                None
+            );
+            assert_eq!(
+                decompress(CompressionEncoding::Zstd, &frame, data.len()).unwrap(),
+                data
+            );
+        }
+    }
+
+    #[test]
+    fn limit_exactly_at_the_size_is_ok_and_one_less_is_not() {
+        let data = sample(10_000);
+        for &encoding in CompressionEncoding::ALL {
+            let packed = compressed(encoding, &data);
+            assert_eq!(decompress(encoding, &packed, 10_000).unwrap(), data);
+            let error = decompress(encoding, &packed, 9_999).unwrap_err();
+            assert_eq!(error.code(), Code::ResourceExhausted, "{encoding}");
+            assert!(
+                error
+                    .message()
+                    .contains("larger than the limit of 9999 bytes"),
+                "{error:?}"
+            );
+        }
+        // Empty messages, and a zero limit.
+        for &encoding in CompressionEncoding::ALL {
+            assert!(
+                decompress(encoding, &compressed(encoding, &[]), 0)
+                    .unwrap()
+                    .is_empty()
+            );
+            let error = decompress(encoding, &compressed(encoding, b"x"), 0).unwrap_err();
+            assert_eq!(error.code(), Code::ResourceExhausted, "{encoding}");
+        }
+    }
+
+    #[test]
+    fn size_hints_that_lie_do_not_matter() {
+        let data = sample(5_000);
+        // gzip: claim ISIZE = 1 and then u32::MAX; the output is right and bounded either way.
+        for claimed in [1u32, u32::MAX] {
+            let mut packed = compressed(CompressionEncoding::Gzip, &data);
+            let n = packed.len();
+            packed[n - 4..].copy_from_slice(&claimed.to_le_bytes());
+            // ISIZE is checked against the real size by the decoder: a lie is corruption.
+            let error = decompress(CompressionEncoding::Gzip, &packed, data.len()).unwrap_err();
+            assert_eq!(error.code(), Code::Internal, "{claimed}");
+            // And a lie does not get past the limit either.
+            let error = decompress(CompressionEncoding::Gzip, &packed, 100).unwrap_err();
+            assert_eq!(error.code(), Code::ResourceExhausted, "{claimed}");
+        }
+    }
+
+    /// 10 MiB of zeros against a 4 MiB limit: refused quickly, with the output buffer never
+    /// larger than the limit plus one byte.
+    #[test]
+    fn decompression_bomb_is_refused_quickly_in_bounded_memory() {
+        let zeros = vec![0u8; 10 * 1024 * 1024];
+        let limit = 4 * 1024 * 1024;
+        for &encoding in CompressionEncoding::ALL {
+            let bomb = compressed(encoding, &zeros);
+            assert!(bomb.len() < 64 * 1024, "{encoding}: {} bytes", bomb.len());
+            LARGEST_BUFFER.with(|largest| largest.set(0));
+            let started = Instant::now();
+            let error = decompress(encoding, &bomb, limit).unwrap_err();
+            let elapsed = started.elapsed();
+            assert_eq!(error.code(), Code::ResourceExhausted, "{encoding}");
+            assert!(elapsed < Duration::from_secs(2), "{encoding}: {elapsed:?}");
+            let largest = LARGEST_BUFFER.with(|largest| largest.get());
+            assert!(largest <= limit + 1, "{encoding}: {largest} bytes");
+        }
+    }
+
+    #[test]
+    fn output_buffer_never_exceeds_the_limit() {
+        // The bound itself, checked on the buffer: a reader producing endless zeros.
+        let mut endless = io::repeat(0);
+        for (hint, max_len) in [(0, 1000), (10, 1000), (usize::MAX, 1000), (5000, 4096)] {
+            assert!(matches!(
+                read_bounded(&mut endless, hint, max_len),
+                Err(DecompressError::TooLarge)
+            ));
+        }
+        // An exact hint allocates exactly.
+        let out = read_bounded(&mut &[5u8; 1000][..], 1000, 4096).unwrap();
+        assert_eq!((out.len(), out.capacity()), (1000, 1000));
+        // A small hint grows by doubling, capped at max_len + 1.
+        let out = read_bounded(&mut &[5u8; 3000][..], 100, 3000).unwrap();
+        assert_eq!(out.len(), 3000);
+        assert!(out.capacity() <= 3001, "{}", out.capacity());
+    }
+
+    #[test]
+    fn corrupt_input_is_internal() {
+        let data = sample(20_000);
+        for &encoding in CompressionEncoding::ALL {
+            let packed = compressed(encoding, &data);
+            let mut flipped = packed.to_vec();
+            let middle = flipped.len() / 2;
+            flipped[middle] ^= 0x55;
+            let truncated = &packed[..packed.len() - 3];
+            let mut trailing = packed.to_vec();
+            trailing.extend_from_slice(b"junk");
+            // gzip and zlib carry a checksum of the content; a zstd frame only if its encoder
+            // asked for one (ours does not: TCP and TLS already protect the bytes), so a
+            // flipped bit in a zstd literal may decode to different content without error.
+            let checksummed = !matches!(encoding.as_str(), "zstd");
+            let flipped_case = if checksummed {
+                &flipped[..]
+            } else {
+                &b"\xff\xff"[..]
+            };
+            for (what, input) in [
+                ("garbage", &b"definitely not compressed"[..]),
+                ("flipped", flipped_case),
+                ("truncated", truncated),
+                ("trailing", &trailing[..]),
+                ("empty", &[][..]),
+            ] {
+                let error = decompress(encoding, input, 1 << 20).unwrap_err();
+                assert_eq!(error.code(), Code::Internal, "{encoding} {what}: {error:?}");
+                assert!(
+                    error.message().starts_with(&format!(
+                        "failed to decompress a {encoding} request message"
+                    )),
+                    "{error:?}"
+                );
+            }
+        }
+    }
+
+    #[cfg(feature = "zstd")]
+    #[test]
+    fn zstd_frame_declaring_too_much_is_refused_up_front() {
+        let packed = compressed(CompressionEncoding::Zstd, &sample(100_000));
+        let error = decompress(CompressionEncoding::Zstd, &packed, 99_999).unwrap_err();
+        assert_eq!(error.code(), Code::ResourceExhausted);
+    }
+
+    #[test]
+    fn frames_have_the_compressed_flag_and_length() {
+        let data = sample(3_000);
+        for &encoding in CompressionEncoding::ALL {
+            let mut out = BytesMut::from(&b"earlier frame"[..]);
+            encode_frame(encoding, &data, &mut out).unwrap();
+            let frame = &out[13..];
+            assert_eq!(frame[0], 1);
+            let len = u32::from_be_bytes(frame[1..5].try_into().unwrap()) as usize;
+            assert_eq!(len, frame.len() - FRAME_HEADER_LEN);
+            assert_eq!(decompress(encoding, &frame[5..], data.len()).unwrap(), data);
+        }
+    }
+
+    #[test]
+    fn names_and_parsing() {
+        for &encoding in CompressionEncoding::ALL {
+            assert_eq!(
+                CompressionEncoding::from_name(encoding.as_str().as_bytes()),
+                Some(encoding)
+            );
+            assert_eq!(encoding.header_value(), encoding.as_str());
+            assert_eq!(encoding.to_string(), encoding.as_str());
+        }
+        assert_eq!(
+            CompressionEncoding::from_name(b"Gzip"),
+            Some(CompressionEncoding::Gzip)
+        );
+        for name in [&b"identity"[..], b"", b"br", b"snappy", b"gzip ", b"x-gzip"] {
+            assert_eq!(CompressionEncoding::from_name(name), None, "{name:?}");
+        }
+    }
+
+    fn request(encoding: &'static str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(GRPC_ENCODING, HeaderValue::from_static(encoding));
+        headers
+    }
+
+    #[test]
+    fn request_encoding_cases() {
+        use CompressionEncoding::{Deflate, Gzip};
+        let enabled = [Gzip, Deflate];
+        assert_eq!(request_encoding(&HeaderMap::new(), &enabled).unwrap(), None);
+        assert_eq!(
+            request_encoding(&request("identity"), &enabled).unwrap(),
+            None
+        );
+        assert_eq!(request_encoding(&request("identity"), &[]).unwrap(), None);
+        assert_eq!(
+            request_encoding(&request("gzip"), &enabled).unwrap(),
+            Some(Gzip)
+        );
+        assert_eq!(
+            request_encoding(&request("deflate"), &enabled).unwrap(),
+            Some(Deflate)
+        );
+    }
+
+    #[test]
+    fn unsupported_request_encoding_lists_what_is_accepted() {
+        use CompressionEncoding::{Deflate, Gzip};
+        let status = request_encoding(&request("br"), &[Gzip, Deflate]).unwrap_err();
+        assert_eq!(status.code(), Code::Unimplemented);
+        assert_eq!(
+            status.message(),
+            "request messages are compressed with grpc-encoding \"br\", which this server does \
+             not support; it accepts identity, gzip, deflate"
+        );
+        assert_eq!(
+            status.metadata().get("grpc-accept-encoding").unwrap(),
+            "identity,gzip,deflate"
+        );
+
+        // Built in but not enabled: refused, and not listed (the spec: the returned
+        // grpc-accept-encoding must not contain the encoding used).
+        let status = request_encoding(&request("deflate"), &[Gzip]).unwrap_err();
+        assert_eq!(status.code(), Code::Unimplemented);
+        assert_eq!(
+            status.metadata().get("grpc-accept-encoding").unwrap(),
+            "identity,gzip"
+        );
+        assert!(
+            status.message().ends_with("it accepts identity, gzip"),
+            "{status:?}"
+        );
+
+        // Nothing enabled.
+        let status = request_encoding(&request("gzip"), &[]).unwrap_err();
+        assert!(
+            status.message().ends_with("it accepts identity"),
+            "{status:?}"
+        );
+
+        // The header reaches the client: it is in the trailers-only response.
+        let response = crate::status::response(&status);
+        assert_eq!(response.headers()["grpc-accept-encoding"], "identity");
+        assert_eq!(response.headers()["grpc-status"], "12");
+    }
+
+    #[test]
+    fn accept_encoding_header_lists_each_once() {
+        use CompressionEncoding::{Deflate, Gzip};
+        assert_eq!(
+            accept_encoding_header(&[Gzip, Gzip, Deflate]),
+            "identity,gzip,deflate"
+        );
+        let all = accept_encoding_header(CompressionEncoding::ALL);
+        let parsed = AcceptEncoding::parse(&all);
+        for &encoding in CompressionEncoding::ALL {
+            assert!(parsed.contains(encoding));
+        }
+    }
+
+    #[test]
+    fn accept_encoding_parsing() {
+        use CompressionEncoding::{Deflate, Gzip};
+        let parse = |v: &'static str| AcceptEncoding::parse(&HeaderValue::from_static(v));
+        let gzip_deflate = parse(" gzip ,\tdeflate\t");
+        assert!(gzip_deflate.contains(Gzip) && gzip_deflate.contains(Deflate));
+        assert!(parse("identity").is_empty());
+        assert!(parse("").is_empty());
+        assert!(parse(",,, ,").is_empty());
+        assert!(parse("br, snappy, x-custom").is_empty());
+        assert_eq!(parse("snappy,gzip,br"), parse("gzip"));
+        assert_eq!(parse("GZip"), parse("gzip"));
+        // "gzip;q=1" is not a valid gRPC name; it is ignored rather than half-parsed.
+        assert!(parse("gzip;q=1").is_empty());
+
+        // Repeated headers add up.
+        let mut headers = HeaderMap::new();
+        headers.append(GRPC_ACCEPT_ENCODING, HeaderValue::from_static("gzip"));
+        headers.append(GRPC_ACCEPT_ENCODING, HeaderValue::from_static("deflate"));
+        let accepted = AcceptEncoding::from_headers(&headers);
+        assert!(accepted.contains(Gzip) && accepted.contains(Deflate));
+        assert!(AcceptEncoding::from_headers(&HeaderMap::new()).is_empty());
+    }
+
+    #[test]
+    fn response_encoding_choice() {
+        use CompressionEncoding::{Deflate, Gzip};
+        let accepting = |v: &'static str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(GRPC_ACCEPT_ENCODING, HeaderValue::from_static(v));
+            headers
+        };
+        // The server's order decides.
+        assert_eq!(
+            response_encoding(&accepting("deflate,gzip"), &[Gzip, Deflate]),
+            Some(Gzip)
+        );
+        assert_eq!(
+            response_encoding(&accepting("deflate,gzip"), &[Deflate, Gzip]),
+            Some(Deflate)
+        );
+        // Only what both have.
+        assert_eq!(
+            response_encoding(&accepting("identity,deflate"), &[Gzip, Deflate]),
+            Some(Deflate)
+        );
+        // The client accepts nothing the server has: no compression.
+        assert_eq!(
+            response_encoding(&accepting("identity,br"), &[Gzip, Deflate]),
+            None
+        );
+        assert_eq!(response_encoding(&accepting("gzip"), &[Deflate]), None);
+        assert_eq!(response_encoding(&accepting("gzip"), &[]), None);
+        assert_eq!(response_encoding(&HeaderMap::new(), &[Gzip]), None);
+    }
+}
