@@ -178,6 +178,17 @@ enum Kind {
     },
 }
 
+/// A response body as the connection driver sends it.
+pub(crate) enum Outgoing {
+    /// Everything is known: at most one message, then the trailers (if any).
+    Whole {
+        message: Option<Bytes>,
+        trailers: Option<HeaderMap>,
+    },
+    /// Frames still to be produced.
+    Streaming(ResponseBody),
+}
+
 impl Default for Kind {
     fn default() -> Self {
         Kind::Unary {
@@ -215,11 +226,11 @@ impl ResponseBody {
         Self::default()
     }
 
-    /// The message and trailers of a unary body, or the body back if it streams.
-    pub(crate) fn into_unary(self) -> Result<(Option<Bytes>, Option<HeaderMap>), Self> {
+    /// How the body is to be sent: all at once, or streamed.
+    pub(crate) fn into_outgoing(self) -> Outgoing {
         match self.kind {
-            Kind::Unary { message, trailers } => Ok((message, trailers)),
-            kind => Err(ResponseBody { kind }),
+            Kind::Unary { message, trailers } => Outgoing::Whole { message, trailers },
+            kind => Outgoing::Streaming(ResponseBody { kind }),
         }
     }
 }

@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 use tonic::Status;
 
 use super::Shared;
-use crate::body::{RequestBody, ResponseBody};
+use crate::body::{Outgoing, RequestBody, ResponseBody};
 use crate::handler::ResponseFuture;
 use crate::status;
 
@@ -183,14 +183,14 @@ fn take_received(mut recv: RecvStream, cx: &mut Context<'_>) -> RequestBody {
 fn send(response: http::Response<ResponseBody>, mut respond: SendResponse<Bytes>) {
     let (parts, body) = response.into_parts();
     let head = http::Response::from_parts(parts, ());
-    let result = match body.into_unary() {
-        Ok((message, trailers)) => {
+    let result = match body.into_outgoing() {
+        Outgoing::Whole { message, trailers } => {
             let ends_with_headers = message.is_none() && trailers.is_none();
             respond
                 .send_response(head, ends_with_headers)
                 .and_then(|mut stream| send_unary_body(&mut stream, message, trailers))
         }
-        Err(body) => respond.send_response(head, false).map(|stream| {
+        Outgoing::Streaming(body) => respond.send_response(head, false).map(|stream| {
             tokio::spawn(pump(stream, body));
         }),
     };
