@@ -263,11 +263,7 @@ impl http_body::Body for ResponseBody {
                 let end = match ready!(frames.as_mut().poll_next(cx)) {
                     Some(Ok(frame)) => return Poll::Ready(Some(Ok(Frame::data(frame)))),
                     Some(Err(status)) => status::trailers(&status, std::mem::take(metadata)),
-                    None => {
-                        let mut trailers = std::mem::take(metadata);
-                        trailers.extend(status::ok_trailers());
-                        trailers
-                    }
+                    None => status::ok_trailers(std::mem::take(metadata)),
                 };
                 *done = true;
                 Poll::Ready(Some(Ok(Frame::trailers(end))))

@@ -5,12 +5,14 @@ pub use std::convert::Infallible;
 pub use std::future::Future;
 pub use std::sync::Arc;
 pub use std::task::{Context, Poll};
+pub use std::time::Duration;
 
 pub use http;
 pub use tower_service::Service;
 
 pub use crate::body::{RequestBody, ResponseBody};
 pub use crate::codec::Streaming;
+pub use crate::compression::CompressionEncoding;
 pub use crate::handler::{
     HandlerConfig, ResponseFuture, client_streaming, server_streaming, streaming, unary,
     unimplemented_method,

@@ -115,6 +115,103 @@ impl fmt::Display for CompressionEncoding {
     }
 }
 
+/// A server's enabled encodings, in its order of preference: a small `Copy` list, so a
+/// service's configuration can hold it without allocating.
+///
+/// ```
+/// use fastgrpc::compression::{CompressionEncoding, EncodingList};
+///
+/// let list = EncodingList::new()
+///     .with(CompressionEncoding::Gzip)
+///     .with(CompressionEncoding::Deflate)
+///     .with(CompressionEncoding::Gzip);
+/// assert_eq!(list.as_slice(), &[CompressionEncoding::Gzip, CompressionEncoding::Deflate]);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EncodingList {
+    /// Invariant: `items[..len]` are distinct; the rest are placeholders.
+    items: [CompressionEncoding; 3],
+    len: u8,
+}
+
+impl EncodingList {
+    /// An empty list: messages are neither accepted nor sent compressed.
+    pub const fn new() -> Self {
+        EncodingList {
+            items: [CompressionEncoding::Gzip; 3],
+            len: 0,
+        }
+    }
+
+    /// The list with `encoding` appended (at the lowest preference), unless already there.
+    pub fn with(mut self, encoding: CompressionEncoding) -> Self {
+        if !self.as_slice().contains(&encoding) {
+            // Every encoding fits: there are at most three, each at most once.
+            self.items[usize::from(self.len)] = encoding;
+            self.len += 1;
+        }
+        self
+    }
+
+    /// The encodings, most preferred first.
+    pub fn as_slice(&self) -> &[CompressionEncoding] {
+        &self.items[..usize::from(self.len)]
+    }
+
+    /// Whether the list is empty.
+    pub const fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Default for EncodingList {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Turns message compression on or off for the rest of a call's replies.
+///
+/// A call's replies are compressed when the service enables an encoding the client accepts
+/// (`send_compressed` on the generated server). Put a `MessageCompression` in the response's
+/// extensions to decide per call, or, for a reply stream, per message: the handler keeps a
+/// clone and sets it before yielding each message.
+///
+/// ```
+/// use fastgrpc::compression::MessageCompression;
+///
+/// let compression = MessageCompression::new(false);
+/// let mut response = tonic::Response::new(());
+/// response.extensions_mut().insert(compression.clone());
+/// // Later, in the reply stream: compress the next messages.
+/// compression.set(true);
+/// assert!(compression.is_enabled());
+/// ```
+#[derive(Debug, Clone)]
+pub struct MessageCompression(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl MessageCompression {
+    /// A switch, initially `enabled`.
+    pub fn new(enabled: bool) -> Self {
+        MessageCompression(std::sync::Arc::new(enabled.into()))
+    }
+
+    /// Compress the following messages (if the call has an encoding) or not.
+    pub fn set(&self, enabled: bool) {
+        self.0.store(enabled, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether the next message will be compressed (if the call has an encoding).
+    pub fn is_enabled(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// Marks a request whose message arrived compressed (unary and server-streaming calls): the
+/// handler finds it in the request's extensions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestCompressed(pub CompressionEncoding);
+
 /// The encoding of a request's compressed messages, from its `grpc-encoding` header.
 ///
 /// No header, or `identity`, is `Ok(None)`: messages must not be compressed. An encoding in

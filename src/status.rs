@@ -78,9 +78,10 @@ pub(crate) fn trailers(status: &Status, metadata: HeaderMap) -> HeaderMap {
     trailers
 }
 
-/// The trailers of a successful call.
-pub(crate) fn ok_trailers() -> HeaderMap {
-    let mut trailers = HeaderMap::new();
+/// The trailers of a successful call: `grpc-status: 0` and the handler's trailing `metadata`
+/// (reserved names removed). Built in the metadata's own map: no second map to merge.
+pub(crate) fn ok_trailers(metadata: HeaderMap) -> HeaderMap {
+    let mut trailers = sanitized(metadata);
     trailers.insert(GRPC_STATUS, GRPC_STATUS_OK);
     trailers
 }

@@ -89,6 +89,26 @@ fn server_module(runtime: &syn::Path, service: &Service) -> TokenStream {
                     self.config.max_receive_message_size = limit;
                     self
                 }
+
+                /// Accepts requests compressed with `encoding` (others get `UNIMPLEMENTED`).
+                pub fn accept_compressed(mut self, encoding: CompressionEncoding) -> Self {
+                    self.config.accept_compression = self.config.accept_compression.with(encoding);
+                    self
+                }
+
+                /// Compresses replies with `encoding` when the client accepts it; the first
+                /// encoding enabled this way that the client accepts is used.
+                pub fn send_compressed(mut self, encoding: CompressionEncoding) -> Self {
+                    self.config.send_compression = self.config.send_compression.with(encoding);
+                    self
+                }
+
+                /// Fails a call with `DEADLINE_EXCEEDED` when its request stream stays silent
+                /// for `timeout` while the handler waits for a message.
+                pub fn receive_idle_timeout(mut self, timeout: Duration) -> Self {
+                    self.config.receive_idle_timeout = Some(timeout);
+                    self
+                }
             }
 
             impl<T> Clone for #server<T> {

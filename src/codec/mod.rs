@@ -13,6 +13,8 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 use prost::Message;
 use tonic::Status;
 
+use crate::compression::{self, CompressionEncoding};
+
 /// Length of the frame prefix: compressed flag (1 byte) and message length (4 bytes).
 pub const FRAME_HEADER_LEN: usize = 5;
 
@@ -21,8 +23,9 @@ pub const DEFAULT_MAX_RECEIVE_MESSAGE_SIZE: usize = 4 * 1024 * 1024;
 
 /// Decodes the one message a complete unary request body must carry.
 ///
-/// `max_message_size` bounds the declared message length; a longer message is refused with
-/// `RESOURCE_EXHAUSTED` before anything is decoded. The message is decoded straight from
+/// `max_message_size` bounds the declared message length, and the decompressed length of a
+/// message compressed with `encoding` (the request's `grpc-encoding`); a longer message is
+/// refused with `RESOURCE_EXHAUSTED`. The message is decoded straight from
 /// `body`, without copying it first.
 ///
 /// ```
@@ -30,15 +33,17 @@ pub const DEFAULT_MAX_RECEIVE_MESSAGE_SIZE: usize = 4 * 1024 * 1024;
 /// use fastgrpc::codec;
 ///
 /// let frame = codec::encode(&"hi".to_string()).unwrap();
-/// let decoded: String = codec::decode_unary(frame, codec::DEFAULT_MAX_RECEIVE_MESSAGE_SIZE).unwrap();
+/// let decoded: String =
+///     codec::decode_unary(frame, codec::DEFAULT_MAX_RECEIVE_MESSAGE_SIZE, None).unwrap();
 /// assert_eq!(decoded, "hi");
 ///
-/// let error = codec::decode_unary::<String>(Bytes::from_static(&[0, 0, 0]), 1024).unwrap_err();
+/// let error = codec::decode_unary::<String>(Bytes::from_static(&[0, 0, 0]), 1024, None).unwrap_err();
 /// assert_eq!(error.code(), tonic::Code::Internal);
 /// ```
 pub fn decode_unary<M: Message + Default>(
     mut body: Bytes,
     max_message_size: usize,
+    encoding: Option<CompressionEncoding>,
 ) -> Result<M, Status> {
     if body.is_empty() {
         return Err(Status::internal(
@@ -60,7 +65,7 @@ pub fn decode_unary<M: Message + Default>(
     }
     // `advance` only moves the start; `split_off` may allocate to share the buffer.
     body.advance(FRAME_HEADER_LEN);
-    decode_message(header, body)
+    decode_message(header, body, encoding, max_message_size)
 }
 
 /// The 5-byte prefix of a frame.
@@ -99,18 +104,39 @@ impl FrameHeader {
     }
 }
 
-/// Decodes one frame's message, `payload` being exactly the bytes after its header.
+/// Decodes one frame's message, `payload` being exactly the bytes after its header, and
+/// `encoding` the request's `grpc-encoding` for a compressed one.
 pub(crate) fn decode_message<M: Message + Default>(
     header: FrameHeader,
     payload: Bytes,
+    encoding: Option<CompressionEncoding>,
+    max_message_size: usize,
 ) -> Result<M, Status> {
-    if header.compressed {
-        return Err(Status::internal(
-            "compressed request message, but the request has no grpc-encoding",
-        ));
-    }
+    let payload = match (header.compressed, encoding) {
+        (false, _) => payload,
+        (true, Some(encoding)) => compression::decompress(encoding, &payload, max_message_size)?,
+        (true, None) => {
+            return Err(Status::internal(
+                "compressed request message, but the request has no grpc-encoding",
+            ));
+        }
+    };
     M::decode(payload)
         .map_err(|error| Status::internal(format!("failed to decode the request message: {error}")))
+}
+
+/// Encodes `message` as one frame, compressed with `encoding` if there is one.
+pub fn encode_with<M: Message>(
+    message: &M,
+    encoding: Option<CompressionEncoding>,
+) -> Result<Bytes, Status> {
+    let Some(encoding) = encoding else {
+        return encode(message);
+    };
+    let plain = message.encode_to_vec();
+    let mut frame = BytesMut::with_capacity(FRAME_HEADER_LEN + plain.len() / 2 + 64);
+    compression::encode_frame(encoding, &plain, &mut frame)?;
+    Ok(frame.freeze())
 }
 
 /// Encodes `message` as one uncompressed frame, in a buffer of exactly the frame's size.
@@ -146,7 +172,7 @@ mod tests {
     }
 
     fn decode_err(body: Bytes, limit: usize) -> Status {
-        decode_unary::<String>(body, limit).unwrap_err()
+        decode_unary::<String>(body, limit, None).unwrap_err()
     }
 
     #[test]
@@ -155,21 +181,21 @@ mod tests {
         let encoded = encode(&text).unwrap();
         assert_eq!(encoded.len(), FRAME_HEADER_LEN + text.encoded_len());
         assert_eq!(&encoded[..5], &[0, 0, 0, 0, text.encoded_len() as u8]);
-        assert_eq!(decode_unary::<String>(encoded, 1024).unwrap(), text);
+        assert_eq!(decode_unary::<String>(encoded, 1024, None).unwrap(), text);
     }
 
     #[test]
     fn empty_message_is_a_valid_frame() {
         let encoded = encode(&()).unwrap();
         assert_eq!(&encoded[..], &[0, 0, 0, 0, 0]);
-        decode_unary::<()>(encoded, 0).unwrap();
+        decode_unary::<()>(encoded, 0, None).unwrap();
     }
 
     #[test]
     fn message_exactly_at_the_limit_is_accepted_and_one_more_byte_is_not() {
         let text = "x".repeat(100);
         let len = text.encoded_len();
-        decode_unary::<String>(encode(&text).unwrap(), len).unwrap();
+        decode_unary::<String>(encode(&text).unwrap(), len, None).unwrap();
         let error = decode_err(encode(&text).unwrap(), len - 1);
         assert_eq!(error.code(), Code::ResourceExhausted);
         assert!(

@@ -10,6 +10,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
+use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
 use futures_util::Stream;
@@ -19,6 +20,8 @@ use tonic::Status;
 
 use super::{FRAME_HEADER_LEN, FrameHeader, decode_message};
 use crate::body::RequestBody;
+use crate::compression::CompressionEncoding;
+use crate::deadline::IdleTimeout;
 
 /// Received bytes not yet decoded.
 ///
@@ -83,21 +86,50 @@ pub struct Streaming<T> {
     body: RequestBody,
     buffer: FrameBuffer,
     max_message_size: usize,
+    /// The request's `grpc-encoding`, for compressed messages.
+    encoding: Option<CompressionEncoding>,
+    /// Whether the last message yielded arrived compressed.
+    last_compressed: bool,
+    /// Fails the stream when no message arrives in time; reset in place per message.
+    idle: Option<IdleTimeout>,
     /// Set once the stream has ended or failed; nothing is yielded after it.
     done: bool,
     _message: PhantomData<fn() -> T>,
 }
 
 impl<T> Streaming<T> {
-    /// Decodes messages of at most `max_message_size` bytes from `body`.
-    pub fn new(body: RequestBody, max_message_size: usize) -> Self {
+    /// Decodes messages of at most `max_message_size` bytes from `body`, decompressing those
+    /// flagged compressed with `encoding` (the request's `grpc-encoding`).
+    pub fn new(
+        body: RequestBody,
+        max_message_size: usize,
+        encoding: Option<CompressionEncoding>,
+    ) -> Self {
         Streaming {
             body,
             buffer: FrameBuffer::default(),
             max_message_size,
+            encoding,
+            last_compressed: false,
+            idle: None,
             done: false,
             _message: PhantomData,
         }
+    }
+}
+
+impl<T> Streaming<T> {
+    /// Fails the stream with `DEADLINE_EXCEEDED` when the client sends no message for
+    /// `timeout` while the handler waits for one (`None`: no such limit). The timer is one
+    /// object per call, created at the first wait and moved in place after each message.
+    pub fn with_idle_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.idle = timeout.map(IdleTimeout::new);
+        self
+    }
+
+    /// Whether the last message yielded arrived compressed.
+    pub fn last_message_compressed(&self) -> bool {
+        self.last_compressed
     }
 }
 
@@ -112,9 +144,18 @@ impl<T: Message + Default> Streaming<T> {
     fn poll_message(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<T, Status>>> {
         loop {
             if let Some((header, payload)) = self.buffer.next_frame(self.max_message_size)? {
-                return Poll::Ready(Some(decode_message(header, payload)));
+                if let Some(idle) = &mut self.idle {
+                    idle.reset();
+                }
+                self.last_compressed = header.compressed;
+                let message = decode_message(header, payload, self.encoding, self.max_message_size);
+                return Poll::Ready(Some(message));
             }
-            match ready!(Pin::new(&mut self.body).poll_frame(cx)) {
+            let frame = match Pin::new(&mut self.body).poll_frame(cx) {
+                Poll::Ready(frame) => frame,
+                Poll::Pending => return self.poll_idle(cx),
+            };
+            match frame {
                 Some(Ok(frame)) => {
                     // Request trailers carry nothing gRPC defines; only data matters.
                     if let Ok(data) = frame.into_data() {
@@ -130,6 +171,20 @@ impl<T: Message + Default> Streaming<T> {
                 }
             }
         }
+    }
+}
+
+impl<T> Streaming<T> {
+    /// While waiting for the body: the idle timeout's verdict, if one is set.
+    fn poll_idle(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<T, Status>>> {
+        let Some(idle) = &mut self.idle else {
+            return Poll::Pending;
+        };
+        ready!(idle.poll_expired(cx));
+        Poll::Ready(Some(Err(Status::deadline_exceeded(format!(
+            "no request message arrived within the idle timeout of {:?}",
+            idle.duration()
+        )))))
     }
 }
 
@@ -178,7 +233,7 @@ mod tests {
         for piece in data.chunks(chunk) {
             buffer.push(Bytes::copy_from_slice(piece));
             while let Some((header, payload)) = buffer.next_frame(limit)? {
-                out.push(decode_message(header, payload)?);
+                out.push(decode_message(header, payload, None, limit)?);
             }
         }
         assert!(buffer.is_empty(), "nothing left over");
@@ -226,7 +281,8 @@ mod tests {
     async fn streaming_ends_with_an_error_on_a_truncated_last_frame() {
         let mut data = frames(&["ok"]);
         data.extend_from_slice(&[0, 0, 0, 0, 9, 1, 2]);
-        let mut stream = Streaming::<String>::new(RequestBody::complete(Bytes::from(data)), 1024);
+        let mut stream =
+            Streaming::<String>::new(RequestBody::complete(Bytes::from(data)), 1024, None);
         assert_eq!(stream.message().await.unwrap().as_deref(), Some("ok"));
         let error = stream.message().await.unwrap_err();
         assert_eq!(error.code(), tonic::Code::Internal);

@@ -10,13 +10,17 @@ pub use self::streaming::{client_streaming, server_streaming, streaming};
 pub use self::unary::unary;
 
 use std::convert::Infallible;
+use std::time::Duration;
 
+use http::HeaderMap;
 use tonic::Status;
 use tonic::metadata::MetadataMap;
 
 use crate::FastFuture;
 use crate::body::ResponseBody;
 use crate::codec::DEFAULT_MAX_RECEIVE_MESSAGE_SIZE;
+use crate::compression::{self, CompressionEncoding, EncodingList, MessageCompression};
+use crate::status;
 
 /// A boxed stream of replies, for a server-streaming method's associated stream type when the
 /// stream's own type cannot be named (as with tonic).
@@ -28,7 +32,7 @@ pub type ResponseFuture = FastFuture<http::Response<ResponseBody>, Infallible>;
 
 /// The answer to a method the service does not have: trailers-only `UNIMPLEMENTED`.
 pub fn unimplemented_method(path: &str) -> ResponseFuture {
-    FastFuture::ok(crate::status::response(&Status::unimplemented(format!(
+    FastFuture::ok(status::response(&Status::unimplemented(format!(
         "method not found: {path}"
     ))))
 }
@@ -36,15 +40,44 @@ pub fn unimplemented_method(path: &str) -> ResponseFuture {
 /// Per-service settings every call of a generated server obeys.
 #[derive(Debug, Clone, Copy)]
 pub struct HandlerConfig {
-    /// Largest request message accepted, in bytes; larger ones get `RESOURCE_EXHAUSTED`.
+    /// Largest request message accepted, in bytes (after decompression); larger ones get
+    /// `RESOURCE_EXHAUSTED`.
     pub max_receive_message_size: usize,
+    /// Encodings compressed requests may use; others get `UNIMPLEMENTED`.
+    pub accept_compression: EncodingList,
+    /// Encodings replies are compressed with, when the client accepts one (first match wins).
+    pub send_compression: EncodingList,
+    /// How long a request stream may stay silent before the call fails with
+    /// `DEADLINE_EXCEEDED`; `None` (the default) waits as long as the call lasts.
+    pub receive_idle_timeout: Option<Duration>,
 }
 
 impl Default for HandlerConfig {
     fn default() -> Self {
         HandlerConfig {
             max_receive_message_size: DEFAULT_MAX_RECEIVE_MESSAGE_SIZE,
+            accept_compression: EncodingList::new(),
+            send_compression: EncodingList::new(),
+            receive_idle_timeout: None,
         }
+    }
+}
+
+/// How a call's messages are compressed, each way, as negotiated from its request headers.
+#[derive(Debug, Clone, Copy)]
+struct Encodings {
+    request: Option<CompressionEncoding>,
+    response: Option<CompressionEncoding>,
+}
+
+impl HandlerConfig {
+    /// Reads `grpc-encoding` (refusing one the service does not accept) and picks the reply
+    /// encoding from `grpc-accept-encoding`.
+    fn negotiate(&self, headers: &HeaderMap) -> Result<Encodings, Status> {
+        Ok(Encodings {
+            request: compression::request_encoding(headers, self.accept_compression.as_slice())?,
+            response: compression::response_encoding(headers, self.send_compression.as_slice()),
+        })
     }
 }
 
@@ -55,4 +88,23 @@ fn tonic_request<T>(parts: http::request::Parts, message: T) -> tonic::Request<T
         parts.extensions,
         message,
     )
+}
+
+/// The headers of a reply: the handler's initial metadata, `content-type`, and the reply
+/// encoding if there is one.
+fn reply_headers(metadata: MetadataMap, encoding: Option<CompressionEncoding>) -> HeaderMap {
+    let mut headers = status::ok_headers(metadata.into_headers());
+    if let Some(encoding) = encoding {
+        headers.insert(compression::GRPC_ENCODING, encoding.header_value());
+    }
+    headers
+}
+
+/// Whether the next reply message is compressed: the call has an encoding and the handler's
+/// [`MessageCompression`] switch, if it set one, is on.
+fn message_encoding(
+    encoding: Option<CompressionEncoding>,
+    switch: Option<&MessageCompression>,
+) -> Option<CompressionEncoding> {
+    encoding.filter(|_| switch.is_none_or(MessageCompression::is_enabled))
 }

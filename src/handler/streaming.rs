@@ -13,10 +13,13 @@ use prost::Message;
 use tonic::Status;
 
 use super::unary::{marshal, unmarshal};
-use super::{HandlerConfig, ResponseFuture, tonic_request};
+use super::{
+    Encodings, HandlerConfig, ResponseFuture, message_encoding, reply_headers, tonic_request,
+};
 use crate::FastFuture;
 use crate::body::{RequestBody, ResponseBody};
 use crate::codec::{self, Streaming};
+use crate::compression::{CompressionEncoding, MessageCompression};
 use crate::metadata::Trailers;
 use crate::status;
 
@@ -34,9 +37,13 @@ where
     F: Future<Output = Result<tonic::Response<S>, Status>> + Send + 'static,
 {
     let (parts, body) = request.into_parts();
-    unmarshal::<Req>(body, config.max_receive_message_size)
-        .and_then(move |message| FastFuture::from_future(method(tonic_request(parts, message))))
-        .map(marshal_stream)
+    let encodings = match config.negotiate(&parts.headers) {
+        Ok(encodings) => encodings,
+        Err(status) => return FastFuture::ok(status::response(&status)),
+    };
+    unmarshal::<Req>(body, config.max_receive_message_size, encodings.request)
+        .and_then(move |decoded| FastFuture::from_future(method(decoded.into_request(parts))))
+        .map(move |response| marshal_stream(response, encodings.response))
         .recover(|status| status::response(&status))
 }
 
@@ -52,8 +59,12 @@ where
     M: FnOnce(tonic::Request<Streaming<Req>>) -> F + Send + 'static,
     F: Future<Output = Result<tonic::Response<Resp>, Status>> + Send + 'static,
 {
-    FastFuture::from_future(method(streaming_request(request, config)))
-        .and_then(|response| FastFuture::ready(marshal(response)))
+    let (request, encodings) = match streaming_request(request, config) {
+        Ok(negotiated) => negotiated,
+        Err(status) => return FastFuture::ok(status::response(&status)),
+    };
+    FastFuture::from_future(method(request))
+        .and_then(move |response| FastFuture::ready(marshal(response, encodings.response)))
         .recover(|status| status::response(&status))
 }
 
@@ -70,30 +81,46 @@ where
     M: FnOnce(tonic::Request<Streaming<Req>>) -> F + Send + 'static,
     F: Future<Output = Result<tonic::Response<S>, Status>> + Send + 'static,
 {
-    FastFuture::from_future(method(streaming_request(request, config)))
-        .map(marshal_stream)
+    let (request, encodings) = match streaming_request(request, config) {
+        Ok(negotiated) => negotiated,
+        Err(status) => return FastFuture::ok(status::response(&status)),
+    };
+    FastFuture::from_future(method(request))
+        .map(move |response| marshal_stream(response, encodings.response))
         .recover(|status| status::response(&status))
 }
 
+/// The request stream a handler reads, and the call's negotiated encodings.
 fn streaming_request<Req>(
     request: http::Request<RequestBody>,
     config: &HandlerConfig,
-) -> tonic::Request<Streaming<Req>> {
+) -> Result<(tonic::Request<Streaming<Req>>, Encodings), Status> {
     let (parts, body) = request.into_parts();
-    tonic_request(parts, Streaming::new(body, config.max_receive_message_size))
+    let encodings = config.negotiate(&parts.headers)?;
+    let messages = Streaming::new(body, config.max_receive_message_size, encodings.request)
+        .with_idle_timeout(config.receive_idle_timeout);
+    Ok((tonic_request(parts, messages), encodings))
 }
 
-/// The response for a reply stream: headers now, each message encoded as it is polled.
-fn marshal_stream<Resp, S>(response: tonic::Response<S>) -> http::Response<ResponseBody>
+/// The response for a reply stream: headers now, each message encoded as it is polled (and
+/// compressed if the call has an encoding and the handler's switch, if any, is on).
+fn marshal_stream<Resp, S>(
+    response: tonic::Response<S>,
+    encoding: Option<CompressionEncoding>,
+) -> http::Response<ResponseBody>
 where
     Resp: Message + 'static,
     S: Stream<Item = Result<Resp, Status>> + Send + 'static,
 {
     let (metadata, messages, mut extensions) = response.into_parts();
-    let frames = messages.map(|message| message.and_then(|message| codec::encode(&message)));
+    let switch = extensions.get::<MessageCompression>().cloned();
+    let frames = messages.map(move |message| {
+        let encoding = message_encoding(encoding, switch.as_ref());
+        message.and_then(|message| codec::encode_with(&message, encoding))
+    });
     let trailers = Trailers::take(&mut extensions);
     let mut response = http::Response::new(ResponseBody::streaming(Box::pin(frames), trailers));
-    *response.headers_mut() = status::ok_headers(metadata.into_headers());
+    *response.headers_mut() = reply_headers(metadata, encoding);
     *response.extensions_mut() = extensions;
     response
 }

@@ -10,10 +10,11 @@ use std::future::Future;
 use prost::Message;
 use tonic::Status;
 
-use super::{HandlerConfig, ResponseFuture, tonic_request};
+use super::{HandlerConfig, ResponseFuture, message_encoding, reply_headers, tonic_request};
 use crate::FastFuture;
 use crate::body::{RequestBody, ResponseBody};
 use crate::codec::{self, FRAME_HEADER_LEN};
+use crate::compression::{CompressionEncoding, MessageCompression, RequestCompressed};
 use crate::metadata::Trailers;
 use crate::status;
 
@@ -33,36 +34,74 @@ where
     F: Future<Output = Result<tonic::Response<Resp>, Status>> + Send + 'static,
 {
     let (parts, body) = request.into_parts();
-    unmarshal::<Req>(body, config.max_receive_message_size)
-        .and_then(move |message| FastFuture::from_future(method(tonic_request(parts, message))))
-        .and_then(|response| FastFuture::ready(marshal(response)))
+    let encodings = match config.negotiate(&parts.headers) {
+        Ok(encodings) => encodings,
+        Err(status) => return FastFuture::ok(status::response(&status)),
+    };
+    unmarshal::<Req>(body, config.max_receive_message_size, encodings.request)
+        .and_then(move |decoded| FastFuture::from_future(method(decoded.into_request(parts))))
+        .and_then(move |response| FastFuture::ready(marshal(response, encodings.response)))
         .recover(|status| status::response(&status))
 }
 
 /// Decodes the request at once when its body is complete; waits for the rest otherwise.
+/// A compressed request is marked with [`RequestCompressed`] in the request's extensions.
 pub(super) fn unmarshal<M: Message + Default + Send + 'static>(
     body: RequestBody,
     max_message_size: usize,
-) -> FastFuture<M, Status> {
+    encoding: Option<CompressionEncoding>,
+) -> FastFuture<Decoded<M>, Status> {
     match body.into_complete() {
-        Ok(data) => FastFuture::ready(codec::decode_unary(data, max_message_size)),
+        Ok(data) => FastFuture::ready(Decoded::new(data, max_message_size, encoding)),
         Err(body) => FastFuture::boxed(async move {
             let data = body.collect(FRAME_HEADER_LEN + max_message_size).await?;
-            codec::decode_unary(data, max_message_size)
+            Decoded::new(data, max_message_size, encoding)
         }),
+    }
+}
+
+/// A decoded request message, and the encoding it arrived compressed with, if any.
+pub(super) struct Decoded<M> {
+    pub(super) message: M,
+    pub(super) compressed: Option<CompressionEncoding>,
+}
+
+impl<M: Message + Default> Decoded<M> {
+    fn new(
+        data: bytes::Bytes,
+        max_message_size: usize,
+        encoding: Option<CompressionEncoding>,
+    ) -> Result<Self, Status> {
+        let compressed = encoding.filter(|_| data.first() == Some(&1));
+        let message = codec::decode_unary(data, max_message_size, encoding)?;
+        Ok(Decoded {
+            message,
+            compressed,
+        })
+    }
+
+    /// The request a handler sees for this message.
+    pub(super) fn into_request(self, mut parts: http::request::Parts) -> tonic::Request<M> {
+        if let Some(encoding) = self.compressed {
+            parts.extensions.insert(RequestCompressed(encoding));
+        }
+        tonic_request(parts, self.message)
     }
 }
 
 /// Encodes a reply into the complete HTTP response: headers, one message, trailers.
 pub(super) fn marshal<M: Message>(
     response: tonic::Response<M>,
+    encoding: Option<CompressionEncoding>,
 ) -> Result<http::Response<ResponseBody>, Status> {
     let (metadata, message, mut extensions) = response.into_parts();
-    let frame = codec::encode(&message)?;
-    let mut trailers = status::sanitized(Trailers::take(&mut extensions));
-    trailers.extend(status::ok_trailers());
+    let frame = codec::encode_with(
+        &message,
+        message_encoding(encoding, extensions.get::<MessageCompression>()),
+    )?;
+    let trailers = status::ok_trailers(Trailers::take(&mut extensions));
     let mut response = http::Response::new(ResponseBody::unary(frame, trailers));
-    *response.headers_mut() = status::ok_headers(metadata.into_headers());
+    *response.headers_mut() = reply_headers(metadata, encoding);
     *response.extensions_mut() = extensions;
     Ok(response)
 }
