@@ -14,6 +14,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::pin::pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use http_body::Body;
 
@@ -27,6 +28,7 @@ use tonic::Status;
 
 use super::Shared;
 use crate::body::{Outgoing, RequestBody, ResponseBody};
+use crate::deadline::{self, Deadline};
 use crate::handler::ResponseFuture;
 use crate::status;
 
@@ -116,21 +118,56 @@ fn serve_stream(
     respond: SendResponse<Bytes>,
     cx: &mut Context<'_>,
 ) {
-    let (parts, recv) = request.into_parts();
+    let (mut parts, recv) = request.into_parts();
+    let deadline = match call_deadline(&mut parts, shared.default_timeout) {
+        Ok(deadline) => deadline,
+        Err(status) => return send(status::response(&status), respond, None),
+    };
     let request = http::Request::from_parts(parts, take_received(recv, cx));
     let response = panic::catch_unwind(AssertUnwindSafe(|| shared.router.call(request)))
         .unwrap_or_else(|panic| ResponseFuture::ok(panic_response(panic)));
     match response.into_ready() {
-        Ok(Ok(response)) => send(response, respond),
+        Ok(Ok(response)) => send(response, respond, deadline),
         Ok(Err(never)) => match never {},
         Err(pending) => {
-            tokio::spawn(finish_pending(pending, respond));
+            tokio::spawn(finish_pending(pending, respond, deadline));
         }
     }
 }
 
-/// Completes a pending call, or drops it when the client resets the stream first.
-async fn finish_pending(response: ResponseFuture, mut respond: SendResponse<Bytes>) {
+/// The call's deadline, from `grpc-timeout` and the server's default, put where handlers see
+/// it (the request's extensions). A malformed `grpc-timeout` is an error.
+fn call_deadline(
+    parts: &mut http::request::Parts,
+    default_timeout: Option<Duration>,
+) -> Result<Option<Deadline>, Status> {
+    let deadline =
+        deadline::request_deadline(&parts.headers, default_timeout)?.map(Deadline::after);
+    if let Some(deadline) = deadline {
+        parts.extensions.insert(deadline);
+    }
+    Ok(deadline)
+}
+
+/// Completes when `deadline` passes; never without one.
+async fn expired(deadline: Option<Deadline>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline.instant()).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn deadline_exceeded() -> Status {
+    Status::deadline_exceeded("the call's deadline passed before it completed")
+}
+
+/// Completes a pending call; drops it when the client resets the stream or the deadline
+/// passes first.
+async fn finish_pending(
+    response: ResponseFuture,
+    mut respond: SendResponse<Bytes>,
+    deadline: Option<Deadline>,
+) {
     let response = {
         let mut response = pin!(AssertUnwindSafe(response).catch_unwind());
         let reset = poll_fn(|cx| respond.poll_reset(cx));
@@ -141,12 +178,13 @@ async fn finish_pending(response: ResponseFuture, mut respond: SendResponse<Byte
                 tracing::debug!(?reason, "client reset the stream; dropping its call");
                 return;
             }
+            () = expired(deadline) => Ok(Ok(status::response(&deadline_exceeded()))),
         }
     };
     match response {
-        Ok(Ok(response)) => send(response, respond),
+        Ok(Ok(response)) => send(response, respond, deadline),
         Ok(Err(never)) => match never {},
-        Err(panic) => send(panic_response(panic), respond),
+        Err(panic) => send(panic_response(panic), respond, None),
     }
 }
 
@@ -180,7 +218,11 @@ fn take_received(mut recv: RecvStream, cx: &mut Context<'_>) -> RequestBody {
 
 /// Sends a response: a unary one is queued whole at once (h2 buffers what flow control does
 /// not yet allow, bounded by the message size); a streaming one is pumped by its own task.
-fn send(response: http::Response<ResponseBody>, mut respond: SendResponse<Bytes>) {
+fn send(
+    response: http::Response<ResponseBody>,
+    mut respond: SendResponse<Bytes>,
+    deadline: Option<Deadline>,
+) {
     let (parts, body) = response.into_parts();
     let head = http::Response::from_parts(parts, ());
     let result = match body.into_outgoing() {
@@ -191,7 +233,7 @@ fn send(response: http::Response<ResponseBody>, mut respond: SendResponse<Bytes>
                 .and_then(|mut stream| send_unary_body(&mut stream, message, trailers))
         }
         Outgoing::Streaming(body) => respond.send_response(head, false).map(|stream| {
-            tokio::spawn(pump(stream, body));
+            tokio::spawn(pump(stream, body, deadline));
         }),
     };
     if let Err(error) = result {
@@ -214,13 +256,25 @@ fn send_unary_body(
     }
 }
 
+/// Sends a streaming body until it ends, or ends it with `DEADLINE_EXCEEDED` when the deadline
+/// passes first (dropping the handler's stream).
+async fn pump(mut stream: SendStream<Bytes>, body: ResponseBody, deadline: Option<Deadline>) {
+    tokio::select! {
+        () = pump_frames(&mut stream, body) => {}
+        () = expired(deadline) => {
+            let trailers = status::trailers(&deadline_exceeded(), http::HeaderMap::new());
+            log_send_error(stream.send_trailers(trailers));
+        }
+    }
+}
+
 /// Sends a streaming body frame by frame. The next message is produced only once the peer's
 /// flow-control window has room, so a slow reader holds the server to one buffered message.
 /// A reset from the client drops the body, and with it the handler's stream.
-async fn pump(mut stream: SendStream<Bytes>, body: ResponseBody) {
+async fn pump_frames(stream: &mut SendStream<Bytes>, body: ResponseBody) {
     let mut body = pin!(body);
     loop {
-        if poll_fn(|cx| poll_window(&mut stream, cx)).await.is_err() {
+        if poll_fn(|cx| poll_window(stream, cx)).await.is_err() {
             tracing::debug!("the client closed the stream; dropping the reply stream");
             return;
         }

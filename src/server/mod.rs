@@ -45,6 +45,7 @@ impl Server {
 pub struct Builder {
     router: Router,
     http2: Http2Settings,
+    default_timeout: Option<Duration>,
 }
 
 /// What every connection of a server shares.
@@ -52,6 +53,8 @@ pub struct Builder {
 struct Shared {
     router: Router,
     http2: Http2Settings,
+    /// Deadline of calls whose client sets none (or a later one).
+    default_timeout: Option<Duration>,
 }
 
 /// HTTP/2 settings the server announces.
@@ -98,6 +101,13 @@ impl Builder {
         S: FastService + NamedService,
     {
         self.router.add(S::NAME, Box::new(service));
+        self
+    }
+
+    /// Gives every call at most `timeout`: a call whose client sets no `grpc-timeout`, or a
+    /// longer one, ends with `DEADLINE_EXCEEDED` after `timeout` (default: no limit).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.default_timeout = Some(timeout);
         self
     }
 
@@ -150,6 +160,7 @@ impl Builder {
         let shared = Arc::new(Shared {
             router: self.router,
             http2: self.http2,
+            default_timeout: self.default_timeout,
         });
         let shutdown = CancellationToken::new();
         let connections = TaskTracker::new();
