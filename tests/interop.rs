@@ -17,10 +17,7 @@ use support::{TestServer, channel};
 use tonic::transport::Channel;
 
 async fn interop_server() -> (TestServer, TestServiceClient<Channel>) {
-    let server = TestServer::start(Server::builder().add_service(
-        grpc_testing::test_service_server::TestServiceServer::new(service::Interop),
-    ))
-    .await;
+    let server = TestServer::start(Server::builder().add_service(service::Interop::server())).await;
     let client = TestServiceClient::new(channel(&server).await);
     (server, client)
 }

@@ -15,7 +15,6 @@ pub mod grpc_testing {
 
 mod service;
 
-use grpc_testing::test_service_server::TestServiceServer;
 use service::Interop;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -49,7 +48,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     tokio::runtime::Runtime::new()?.block_on(async move {
         println!("interop server listening on {addr}");
         Server::builder()
-            .add_service(TestServiceServer::new(Interop))
+            .add_service(Interop::server())
             .serve_with_shutdown(addr, async {
                 let _ = tokio::signal::ctrl_c().await;
             })

@@ -5,6 +5,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use bytes::Bytes;
+use fastgrpc::compression::{CompressionEncoding, MessageCompression, RequestCompressed};
 use fastgrpc::metadata::Trailers;
 use fastgrpc::{BoxStream, Code, FastFuture, Request, Response, RpcFuture, Status, Streaming};
 use futures_util::StreamExt;
@@ -26,6 +27,17 @@ const ECHO_TRAILING: &str = "x-grpc-test-echo-trailing-bin";
 /// The interop service. Unary answers are computed at once, so they take the inline path.
 pub struct Interop;
 
+impl Interop {
+    /// The service as the interop suite needs it: gzip and deflate accepted and sent.
+    pub fn server() -> grpc_testing::test_service_server::TestServiceServer<Interop> {
+        grpc_testing::test_service_server::TestServiceServer::new(Interop)
+            .accept_compressed(CompressionEncoding::Gzip)
+            .accept_compressed(CompressionEncoding::Deflate)
+            .send_compressed(CompressionEncoding::Gzip)
+            .send_compressed(CompressionEncoding::Deflate)
+    }
+}
+
 impl TestService for Interop {
     type StreamingOutputCallStream = BoxStream<StreamingOutputCallResponse>;
     type FullDuplexCallStream = BoxStream<StreamingOutputCallResponse>;
@@ -40,12 +52,20 @@ impl TestService for Interop {
 
     fn unary_call(&self, request: Request<SimpleRequest>) -> impl RpcFuture<SimpleResponse> {
         let echo = echo_metadata(request.metadata());
-        let reply = unary_reply(request.into_inner());
-        FastFuture::ready(
-            reply
-                .map(|reply| echo.apply(Response::new(reply)))
-                .map_err(|status| echo.apply_to_status(status)),
-        )
+        let compressed = request.extensions().get::<RequestCompressed>().is_some();
+        let request = request.into_inner();
+        let compress = request.response_compressed.is_some_and(|b| b.value);
+        let reply = check_compressed(request.expect_compressed.as_ref(), compressed)
+            .and_then(|()| unary_reply(request))
+            .map(|reply| {
+                let mut response = echo.apply(Response::new(reply));
+                response
+                    .extensions_mut()
+                    .insert(MessageCompression::new(compress));
+                response
+            })
+            .map_err(|status| echo.apply_to_status(status));
+        FastFuture::ready(reply)
     }
 
     fn streaming_output_call(
@@ -55,7 +75,7 @@ impl TestService for Interop {
         let request = request.into_inner();
         let mut replies = Replies::default();
         replies.enqueue(request);
-        FastFuture::ok(Response::new(replies.into_stream(None)))
+        FastFuture::ok(replies.into_response(None))
     }
 
     async fn streaming_input_call(
@@ -65,6 +85,10 @@ impl TestService for Interop {
         let mut requests = request.into_inner();
         let mut aggregated_payload_size = 0;
         while let Some(request) = requests.message().await? {
+            check_compressed(
+                request.expect_compressed.as_ref(),
+                requests.last_message_compressed(),
+            )?;
             aggregated_payload_size += request.payload.map_or(0, |p| p.body.len() as i32);
         }
         Ok(Response::new(StreamingInputCallResponse {
@@ -77,8 +101,8 @@ impl TestService for Interop {
         request: Request<Streaming<StreamingOutputCallRequest>>,
     ) -> impl RpcFuture<Self::FullDuplexCallStream> {
         let echo = echo_metadata(request.metadata());
-        let stream = Replies::default().into_stream(Some(request.into_inner()));
-        FastFuture::ok(echo.apply(Response::new(stream)))
+        let response = Replies::default().into_response(Some(request.into_inner()));
+        FastFuture::ok(echo.apply(response))
     }
 
     async fn half_duplex_call(
@@ -90,7 +114,7 @@ impl TestService for Interop {
         while let Some(request) = requests.message().await? {
             replies.enqueue(request);
         }
-        Ok(Response::new(replies.into_stream(None)))
+        Ok(replies.into_response(None))
     }
 }
 
@@ -125,35 +149,45 @@ impl Replies {
         }
     }
 
-    /// The replies as a stream; with `requests`, more are enqueued as requests arrive
-    /// (full duplex), each request's replies sent before the next request is read.
-    fn into_stream(
+    /// The replies as a streaming response; with `requests`, more are enqueued as requests
+    /// arrive (full duplex), each request's replies sent before the next request is read.
+    /// Each reply is compressed or not as its parameters ask.
+    fn into_response(
         self,
         requests: Option<Streaming<StreamingOutputCallRequest>>,
-    ) -> BoxStream<StreamingOutputCallResponse> {
-        futures_util::stream::unfold((self, requests), |(mut replies, mut requests)| async move {
-            loop {
-                if let Some(parameters) = replies.pending.pop_front() {
-                    if parameters.interval_us > 0 {
-                        tokio::time::sleep(Duration::from_micros(parameters.interval_us as u64))
+    ) -> Response<BoxStream<StreamingOutputCallResponse>> {
+        let compression = MessageCompression::new(false);
+        let state = (self, requests, compression.clone());
+        let stream =
+            futures_util::stream::unfold(state, |(mut replies, mut requests, switch)| async move {
+                loop {
+                    if let Some(parameters) = replies.pending.pop_front() {
+                        if parameters.interval_us > 0 {
+                            tokio::time::sleep(Duration::from_micros(
+                                parameters.interval_us as u64,
+                            ))
                             .await;
+                        }
+                        switch.set(parameters.compressed.is_some_and(|b| b.value));
+                        let reply =
+                            zeros(parameters.size).map(|payload| StreamingOutputCallResponse {
+                                payload: Some(payload),
+                            });
+                        return Some((reply, (replies, requests, switch)));
                     }
-                    let reply = zeros(parameters.size).map(|payload| StreamingOutputCallResponse {
-                        payload: Some(payload),
-                    });
-                    return Some((reply, (replies, requests)));
+                    if let Some(status) = replies.status.take() {
+                        return Some((Err(status), (replies, None, switch)));
+                    }
+                    match requests.as_mut()?.message().await {
+                        Ok(Some(request)) => replies.enqueue(request),
+                        Ok(None) => return None,
+                        Err(status) => return Some((Err(status), (replies, None, switch))),
+                    }
                 }
-                if let Some(status) = replies.status.take() {
-                    return Some((Err(status), (replies, None)));
-                }
-                match requests.as_mut()?.message().await {
-                    Ok(Some(request)) => replies.enqueue(request),
-                    Ok(None) => return None,
-                    Err(status) => return Some((Err(status), (replies, None))),
-                }
-            }
-        })
-        .boxed()
+            });
+        let mut response = Response::new(stream.boxed());
+        response.extensions_mut().insert(compression);
+        response
     }
 }
 
@@ -197,6 +231,20 @@ impl Echo {
 
 fn with_echoed_metadata<T>(metadata: &MetadataMap, response: Response<T>) -> Response<T> {
     echo_metadata(metadata).apply(response)
+}
+
+/// `INVALID_ARGUMENT` when a request that says it was sent compressed was not (the interop
+/// suite's probe that the server really checks).
+fn check_compressed(
+    expect: Option<&grpc_testing::BoolValue>,
+    compressed: bool,
+) -> Result<(), Status> {
+    if expect.is_some_and(|b| b.value) && !compressed {
+        return Err(Status::invalid_argument(
+            "the request was expected to be compressed, and was not",
+        ));
+    }
+    Ok(())
 }
 
 /// The status a request asks the server to answer with, if any (code 0 means none).
