@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the grpcio (C-core) interop client against fastgrpc's interop_server example.
 #
-#   interop/python/run.sh [client.py args...]    e.g. --include-streaming, --test_case large_unary
+#   interop/python/run.sh [client.py args...]    e.g. --test_case large_unary, --test_case compression
 #
 # Environment:
 #   INTEROP_PORT        port for the server (default: a free loopback port)
