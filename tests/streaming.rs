@@ -349,3 +349,24 @@ async fn a_client_reset_is_seen_by_a_handler_reading_requests() {
     );
     server.stop().await;
 }
+
+#[tokio::test]
+async fn thousands_of_tiny_messages_in_their_own_data_frames_are_served() {
+    // gRPC clients send each message in its own DATA frame; h2's default budget for small
+    // frames would close the connection (ENHANCE_YOUR_CALM) under such a stream.
+    let (server, _) = probe_server(1024).await;
+    let mut client = h2_client(&server, 1 << 20).await.ready().await.unwrap();
+    let (response, mut send) = client
+        .send_request(grpc_post(&server, "StreamingInputCall"), false)
+        .unwrap();
+    let message = input_frames(&[1]);
+    for _ in 0..10_000 {
+        send.send_data(message.clone(), false).unwrap();
+    }
+    send.send_data(Bytes::new(), true).unwrap();
+    let mut body = response.await.unwrap().into_body();
+    let data = body.data().await.unwrap().unwrap();
+    let reply = StreamingInputCallResponse::decode(&data[5..]).unwrap();
+    assert_eq!(reply.aggregated_payload_size, 10_000);
+    server.stop().await;
+}

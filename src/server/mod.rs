@@ -64,6 +64,7 @@ struct Http2Settings {
     initial_connection_window_size: u32,
     max_frame_size: u32,
     max_concurrent_streams: Option<u32>,
+    data_frame_budget: usize,
 }
 
 impl Default for Http2Settings {
@@ -75,6 +76,12 @@ impl Default for Http2Settings {
             initial_connection_window_size: 1024 * 1024,
             max_frame_size: 16 * 1024,
             max_concurrent_streams: None,
+            // h2 closes a connection whose small DATA frames pile up unread beyond this
+            // budget. Its default (half the connection window: about 2,000 frames of tiny
+            // messages) is crossed by one socket read from a client streaming small messages,
+            // each in its own frame as gRPC clients send them. 4 MiB allows about 16,000 such
+            // frames in flight, some 2 MB of buffered frames per connection at worst.
+            data_frame_budget: 4 * 1024 * 1024,
         }
     }
 }
@@ -85,7 +92,8 @@ impl Http2Settings {
         builder
             .initial_window_size(self.initial_stream_window_size)
             .initial_connection_window_size(self.initial_connection_window_size)
-            .max_frame_size(self.max_frame_size);
+            .max_frame_size(self.max_frame_size)
+            .data_frame_budget(self.data_frame_budget);
         if let Some(max) = self.max_concurrent_streams {
             builder.max_concurrent_streams(max);
         }
@@ -132,6 +140,13 @@ impl Builder {
     /// How many streams a client may have open at once on one connection (default: no limit).
     pub fn max_concurrent_streams(mut self, max: impl Into<Option<u32>>) -> Self {
         self.http2.max_concurrent_streams = max.into();
+        self
+    }
+
+    /// How much framing overhead of received small DATA frames a connection may buffer before
+    /// h2 closes it with `ENHANCE_YOUR_CALM` (default 4 MiB: about 16,000 tiny frames).
+    pub fn data_frame_budget(mut self, bytes: usize) -> Self {
+        self.http2.data_frame_budget = bytes;
         self
     }
 
