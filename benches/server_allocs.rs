@@ -5,6 +5,9 @@
 //! that thread and is counted there; the load generator's allocations are not counted. The
 //! load is a raw h2 client keeping 16 `SayHello` streams in flight on one connection.
 //!
+//! A second part streams 10,000 small messages from the client in one call, with and without
+//! a receive idle timeout, and reports allocations per message and for the whole call.
+//!
 //! Run: `cargo bench --bench server_allocs`. Deterministic up to h2's batching, unlike time.
 
 #[path = "../tests/support/alloc.rs"]
@@ -24,6 +27,9 @@ static ALLOCATOR: alloc::CountingAllocator = alloc::CountingAllocator;
 
 mod pb {
     include!(concat!(env!("OUT_DIR"), "/helloworld.rs"));
+}
+mod testing {
+    include!(concat!(env!("OUT_DIR"), "/grpc.testing.rs"));
 }
 mod tonic_pb {
     include!(concat!(env!("OUT_DIR"), "/tonic/helloworld.rs"));
@@ -148,6 +154,78 @@ async fn measure(name: &str, addr: SocketAddr, server: CountRequests) {
     );
 }
 
+/// Counts the messages of a client stream.
+struct Counter;
+
+impl testing::test_service_server::TestService for Counter {
+    type StreamingOutputCallStream = fastgrpc::BoxStream<testing::StreamingOutputCallResponse>;
+    type FullDuplexCallStream = fastgrpc::BoxStream<testing::StreamingOutputCallResponse>;
+    type HalfDuplexCallStream = fastgrpc::BoxStream<testing::StreamingOutputCallResponse>;
+
+    async fn streaming_input_call(
+        &self,
+        request: Request<fastgrpc::Streaming<testing::StreamingInputCallRequest>>,
+    ) -> Result<Response<testing::StreamingInputCallResponse>, tonic::Status> {
+        let mut requests = request.into_inner();
+        let mut count = 0;
+        while requests.message().await?.is_some() {
+            count += 1;
+        }
+        Ok(Response::new(testing::StreamingInputCallResponse {
+            aggregated_payload_size: count,
+        }))
+    }
+}
+
+const STREAM_MESSAGES: usize = 10_000;
+
+/// One client stream of `STREAM_MESSAGES` small messages, each in its own DATA frame, sent
+/// with a pause every 100 messages so the server really waits (and arms its idle timer).
+async fn client_stream(client: &mut h2::client::SendRequest<Bytes>, addr: SocketAddr) {
+    let request = http::Request::post(format!(
+        "http://{addr}/grpc.testing.TestService/StreamingInputCall"
+    ))
+    .header("content-type", "application/grpc")
+    .header("te", "trailers")
+    .body(())
+    .unwrap();
+    let message = fastgrpc::codec::encode(&testing::StreamingInputCallRequest::default()).unwrap();
+    let mut client = client.clone().ready().await.unwrap();
+    let (response, mut send) = client.send_request(request, false).unwrap();
+    for i in 0..STREAM_MESSAGES {
+        send.send_data(message.clone(), false).unwrap();
+        if i % 100 == 99 {
+            tokio::time::sleep(Duration::from_micros(200)).await;
+        }
+    }
+    send.send_data(Bytes::new(), true).unwrap();
+    let mut body = response.await.unwrap().into_body();
+    let data = body.data().await.unwrap().unwrap();
+    let reply = testing::StreamingInputCallResponse::decode(&data[5..]).unwrap();
+    assert_eq!(reply.aggregated_payload_size as usize, STREAM_MESSAGES);
+}
+
+async fn measure_stream(name: &str, addr: SocketAddr, server: CountRequests) {
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    let (mut client, conn) = h2::client::handshake(tcp).await.unwrap();
+    tokio::spawn(conn);
+    client_stream(&mut client, addr).await;
+    // How often the server reads the socket varies with timing, and h2 may allocate per read:
+    // three calls, median reported.
+    let mut totals = Vec::new();
+    for _ in 0..3 {
+        let before = counted(&server).await;
+        client_stream(&mut client, addr).await;
+        totals.push(counted(&server).await - before);
+    }
+    totals.sort_unstable();
+    let total = totals[1];
+    let per_message = total as f64 / STREAM_MESSAGES as f64;
+    println!(
+        "{name:<28} {per_message:>6.4} allocations/message (median call of {STREAM_MESSAGES} messages: {total}; all: {totals:?})"
+    );
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; a filter argument is accepted and ignored.
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -173,6 +251,25 @@ fn main() {
                 .unwrap();
         });
         measure("tonic 0.14", addr, server).await;
+
+        for idle_timeout in [None, Some(Duration::from_secs(5))] {
+            let (addr, server) = start_server(move |listener| async move {
+                let mut service = testing::test_service_server::TestServiceServer::new(Counter);
+                if let Some(timeout) = idle_timeout {
+                    service = service.receive_idle_timeout(timeout);
+                }
+                fastgrpc::Server::builder()
+                    .add_service(service)
+                    .serve_with_listener(listener, std::future::pending())
+                    .await
+                    .unwrap();
+            });
+            let name = match idle_timeout {
+                None => "client stream, no timeout",
+                Some(_) => "client stream, idle timeout",
+            };
+            measure_stream(name, addr, server).await;
+        }
         tokio::time::sleep(Duration::from_millis(10)).await;
     });
 }
