@@ -343,3 +343,127 @@ async fn timeout_on_sleeping_server() {
     drop(requests);
     server.stop().await;
 }
+
+fn compressed_client(client: TestServiceClient<Channel>) -> TestServiceClient<Channel> {
+    client
+        .send_compressed(tonic::codec::CompressionEncoding::Gzip)
+        .accept_compressed(tonic::codec::CompressionEncoding::Gzip)
+}
+
+fn expect_compressed(value: bool) -> Option<client_pb::BoolValue> {
+    Some(client_pb::BoolValue { value })
+}
+
+#[tokio::test]
+async fn client_compressed_unary() {
+    let (server, client) = interop_server().await;
+    let request = |expect| client_pb::SimpleRequest {
+        response_size: 314_159,
+        payload: zeros(271_828),
+        expect_compressed: expect_compressed(expect),
+        ..Default::default()
+    };
+    // The probe: claims to be compressed but is not; the server must notice.
+    let mut plain = client.clone();
+    let status = plain.unary_call(request(true)).await.unwrap_err();
+    assert_eq!(status.code(), Code::InvalidArgument);
+    let mut compressed = compressed_client(client.clone());
+    let reply = compressed.unary_call(request(true)).await.unwrap();
+    assert_eq!(
+        reply.get_ref().payload.as_ref().unwrap().body.len(),
+        314_159
+    );
+    let reply = plain.unary_call(request(false)).await.unwrap();
+    assert_eq!(
+        reply.get_ref().payload.as_ref().unwrap().body.len(),
+        314_159
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn server_compressed_unary() {
+    let (server, client) = interop_server().await;
+    let mut client = compressed_client(client);
+    for compress in [true, false] {
+        let reply = client
+            .unary_call(client_pb::SimpleRequest {
+                response_size: 314_159,
+                payload: zeros(271_828),
+                response_compressed: expect_compressed(compress),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            reply.get_ref().payload.as_ref().unwrap().body.len(),
+            314_159
+        );
+    }
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn client_compressed_streaming() {
+    let (server, client) = interop_server().await;
+    let probe = client_pb::StreamingInputCallRequest {
+        payload: zeros(27_182),
+        expect_compressed: expect_compressed(true),
+    };
+    let mut plain = client.clone();
+    let status = plain
+        .streaming_input_call(tokio_stream::iter([probe.clone()]))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::InvalidArgument);
+    let mut compressed = compressed_client(client);
+    let reply = compressed
+        .streaming_input_call(tokio_stream::iter([probe]))
+        .await
+        .unwrap();
+    assert_eq!(reply.get_ref().aggregated_payload_size, 27_182);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn server_compressed_streaming() {
+    let (server, client) = interop_server().await;
+    let mut client = compressed_client(client);
+    let mut request = output_request(&[31_415, 92_653]);
+    request.response_parameters[0].compressed = expect_compressed(true);
+    request.response_parameters[1].compressed = expect_compressed(false);
+    let mut replies = client
+        .streaming_output_call(request)
+        .await
+        .unwrap()
+        .into_inner();
+    for size in [31_415, 92_653] {
+        let reply = replies
+            .message()
+            .await
+            .unwrap()
+            .expect("a reply per parameter");
+        assert_eq!(reply.payload.unwrap().body.len(), size);
+    }
+    assert!(replies.message().await.unwrap().is_none());
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn cancel_after_begin() {
+    let (server, mut client) = interop_server().await;
+    let (requests, rx) = tokio::sync::mpsc::channel::<client_pb::StreamingInputCallRequest>(1);
+    let mut call_client = client.clone();
+    let call = tokio::spawn(async move {
+        call_client
+            .streaming_input_call(tokio_stream::wrappers::ReceiverStream::new(rx))
+            .await
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    call.abort();
+    assert!(call.await.unwrap_err().is_cancelled());
+    drop(requests);
+    // The server goes on serving the connection.
+    assert!(client.empty_call(client_pb::Empty {}).await.is_ok());
+    server.stop().await;
+}
