@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use futures_util::Stream;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
+use pin_project_lite::pin_project;
 use tokio::time::{Instant, Sleep};
 use tonic::Status;
 
@@ -320,53 +321,55 @@ impl IdleTimeout {
     }
 }
 
-/// A stream that fails with `DEADLINE_EXCEEDED` when its next item takes longer than an idle
-/// timeout to arrive.
-///
-/// Every item, `Ok` or `Err`, counts as activity and resets the timer (in place, see
-/// [`IdleTimeout`]). On a timeout the stream yields one
-/// `Err(Status::deadline_exceeded(..))` and then ends; so does it after the inner stream ends.
-/// Without a timeout (`new(stream, None)`) it passes items through and allocates nothing.
-///
-/// # Why `DEADLINE_EXCEEDED`
-///
-/// gRPC itself has no per-message receive timeout (its deadline covers the whole call; grpc-go
-/// issue 445: "the scope of context is rpc ... instead of a particular message"), so there is
-/// no status the other implementations send for this; the choice follows the meaning of the
-/// codes in grpc's `doc/statuscodes.md`. `DEADLINE_EXCEEDED` is "the deadline expired before
-/// the operation could complete", which is what happened: a time limit on the call ran out,
-/// and the status (sent in trailers) reaches the client as is. `CANCELLED` is "the operation
-/// was cancelled, typically by the caller", and here the caller cancelled nothing: a client
-/// would read it as its own doing. tonic's `Server::timeout` does answer `CANCELLED`, but for a
-/// timeout on the whole call, mirroring the spec's `RST_STREAM(CANCEL)` for an expired client
-/// deadline, where the client's own clock turns it into `DEADLINE_EXCEEDED`; an idle timeout
-/// fires while the client's deadline is still ahead, so no such translation would happen.
-///
-/// ```
-/// use std::time::Duration;
-/// use fastgrpc::deadline::WithIdleTimeout;
-/// use futures_util::StreamExt;
-///
-/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
-/// # async fn main() {
-/// // Two messages, then a client that goes quiet.
-/// let messages = futures_util::stream::iter([Ok(1), Ok(2)]).chain(futures_util::stream::pending());
-/// let mut stream = WithIdleTimeout::new(messages, Some(Duration::from_secs(30)));
-///
-/// assert_eq!(stream.next().await.unwrap().unwrap(), 1);
-/// assert_eq!(stream.next().await.unwrap().unwrap(), 2);
-/// let error = stream.next().await.unwrap().unwrap_err();
-/// assert_eq!(error.code(), tonic::Code::DeadlineExceeded);
-/// assert!(stream.next().await.is_none());
-/// # }
-/// ```
-#[derive(Debug)]
-#[must_use = "streams do nothing unless polled"]
-pub struct WithIdleTimeout<S> {
-    // Structurally pinned: see `project`.
-    inner: S,
-    idle: Option<IdleTimeout>,
-    done: bool,
+pin_project! {
+    /// A stream that fails with `DEADLINE_EXCEEDED` when its next item takes longer than an idle
+    /// timeout to arrive.
+    ///
+    /// Every item, `Ok` or `Err`, counts as activity and resets the timer (in place, see
+    /// [`IdleTimeout`]). On a timeout the stream yields one
+    /// `Err(Status::deadline_exceeded(..))` and then ends; so does it after the inner stream ends.
+    /// Without a timeout (`new(stream, None)`) it passes items through and allocates nothing.
+    ///
+    /// # Why `DEADLINE_EXCEEDED`
+    ///
+    /// gRPC itself has no per-message receive timeout (its deadline covers the whole call; grpc-go
+    /// issue 445: "the scope of context is rpc ... instead of a particular message"), so there is
+    /// no status the other implementations send for this; the choice follows the meaning of the
+    /// codes in grpc's `doc/statuscodes.md`. `DEADLINE_EXCEEDED` is "the deadline expired before
+    /// the operation could complete", which is what happened: a time limit on the call ran out,
+    /// and the status (sent in trailers) reaches the client as is. `CANCELLED` is "the operation
+    /// was cancelled, typically by the caller", and here the caller cancelled nothing: a client
+    /// would read it as its own doing. tonic's `Server::timeout` does answer `CANCELLED`, but for a
+    /// timeout on the whole call, mirroring the spec's `RST_STREAM(CANCEL)` for an expired client
+    /// deadline, where the client's own clock turns it into `DEADLINE_EXCEEDED`; an idle timeout
+    /// fires while the client's deadline is still ahead, so no such translation would happen.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use fastgrpc::deadline::WithIdleTimeout;
+    /// use futures_util::StreamExt;
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// // Two messages, then a client that goes quiet.
+    /// let messages = futures_util::stream::iter([Ok(1), Ok(2)]).chain(futures_util::stream::pending());
+    /// let mut stream = WithIdleTimeout::new(messages, Some(Duration::from_secs(30)));
+    ///
+    /// assert_eq!(stream.next().await.unwrap().unwrap(), 1);
+    /// assert_eq!(stream.next().await.unwrap().unwrap(), 2);
+    /// let error = stream.next().await.unwrap().unwrap_err();
+    /// assert_eq!(error.code(), tonic::Code::DeadlineExceeded);
+    /// assert!(stream.next().await.is_none());
+    /// # }
+    /// ```
+    #[derive(Debug)]
+    #[must_use = "streams do nothing unless polled"]
+    pub struct WithIdleTimeout<S> {
+        #[pin]
+        inner: S,
+        idle: Option<IdleTimeout>,
+        done: bool,
+    }
 }
 
 impl<S> WithIdleTimeout<S> {
@@ -388,22 +391,6 @@ impl<S> WithIdleTimeout<S> {
     pub fn into_inner(self) -> S {
         self.inner
     }
-
-    fn project(self: Pin<&mut Self>) -> (Pin<&mut S>, &mut Option<IdleTimeout>, &mut bool) {
-        // SAFETY: `inner` is structurally pinned and nothing else is: it is never moved out
-        // while pinned (`into_inner` takes `self` by value, which needs an unpinned or `Unpin`
-        // value), this type has no `Drop` impl, and its auto `Unpin` impl holds only when
-        // `S: Unpin` (the other fields are `Unpin`). The other fields are handed out unpinned,
-        // which is fine as they are never pinned.
-        unsafe {
-            let this = self.get_unchecked_mut();
-            (
-                Pin::new_unchecked(&mut this.inner),
-                &mut this.idle,
-                &mut this.done,
-            )
-        }
-    }
 }
 
 impl<S, T> Stream for WithIdleTimeout<S>
@@ -413,7 +400,8 @@ where
     type Item = Result<T, Status>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let (inner, idle, done) = self.project();
+        let this = self.project();
+        let (inner, idle, done) = (this.inner, this.idle, this.done);
         if *done {
             return Poll::Ready(None);
         }
@@ -458,7 +446,7 @@ where
 
 /// The status a stream ends with when its next message is late; see [`WithIdleTimeout`].
 #[cold]
-fn idle_timeout_status(duration: Duration) -> Status {
+pub(crate) fn idle_timeout_status(duration: Duration) -> Status {
     Status::deadline_exceeded(format!(
         "no message received for {duration:?} (the server's idle timeout)"
     ))

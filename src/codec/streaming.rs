@@ -21,7 +21,7 @@ use tonic::Status;
 use super::{FRAME_HEADER_LEN, FrameHeader, decode_message};
 use crate::body::RequestBody;
 use crate::compression::CompressionEncoding;
-use crate::deadline::IdleTimeout;
+use crate::deadline::{IdleTimeout, idle_timeout_status};
 
 /// Received bytes not yet decoded.
 ///
@@ -181,10 +181,7 @@ impl<T> Streaming<T> {
             return Poll::Pending;
         };
         ready!(idle.poll_expired(cx));
-        Poll::Ready(Some(Err(Status::deadline_exceeded(format!(
-            "no request message arrived within the idle timeout of {:?}",
-            idle.duration()
-        )))))
+        Poll::Ready(Some(Err(idle_timeout_status(idle.duration()))))
     }
 }
 
