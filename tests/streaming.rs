@@ -73,6 +73,20 @@ impl TestService for Probe {
         FastFuture::ok(Response::new(replies.boxed()))
     }
 
+    /// One reply, then a panic inside the reply stream.
+    fn full_duplex_call(
+        &self,
+        _request: Request<Streaming<StreamingOutputCallRequest>>,
+    ) -> impl RpcFuture<Self::FullDuplexCallStream> {
+        let replies = futures_util::stream::iter(0..2).map(|n| {
+            if n == 1 {
+                panic!("the reply stream panicked");
+            }
+            Ok(StreamingOutputCallResponse::default())
+        });
+        FastFuture::ok(Response::new(replies.boxed()))
+    }
+
     /// Sums payload sizes; records the error that ended the request stream, if any.
     async fn streaming_input_call(
         &self,
@@ -368,5 +382,25 @@ async fn thousands_of_tiny_messages_in_their_own_data_frames_are_served() {
     let data = body.data().await.unwrap().unwrap();
     let reply = StreamingInputCallResponse::decode(&data[5..]).unwrap();
     assert_eq!(reply.aggregated_payload_size, 10_000);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_panic_in_a_reply_stream_ends_the_call_with_internal() {
+    let (server, _) = probe_server(1024).await;
+    let channel = support::channel(&server).await;
+    let mut client =
+        support::tonic_pb::grpc_testing::test_service_client::TestServiceClient::new(channel);
+    let mut replies = client
+        .full_duplex_call(tokio_stream::empty())
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(replies.message().await.unwrap().is_some());
+    let status = replies.message().await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::Internal, "{status:?}");
+    // The connection goes on.
+    let (total, status) = aggregate(&server, input_frames(&[3]), 100).await;
+    assert_eq!((total, status.as_str()), (Some(3), "0"));
     server.stop().await;
 }

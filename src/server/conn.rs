@@ -236,10 +236,7 @@ fn send(
             tokio::spawn(pump(stream, body, deadline));
         }),
     };
-    if let Err(error) = result {
-        // The client went away; there is nobody left to tell.
-        tracing::debug!(%error, "could not send the response");
-    }
+    log_send_error(result);
 }
 
 fn send_unary_body(
@@ -280,33 +277,56 @@ async fn pump_frames(stream: &mut SendStream<Bytes>, body: ResponseBody) {
         }
         let frame = poll_fn(|cx| {
             if let Poll::Ready(reason) = stream.poll_reset(cx) {
-                return Poll::Ready(Err(reason));
+                return Poll::Ready(Err(Stop::Reset(reason)));
             }
-            body.as_mut().poll_frame(cx).map(Ok)
+            // The handler's stream runs here: its panic ends this call only.
+            match panic::catch_unwind(AssertUnwindSafe(|| body.as_mut().poll_frame(cx))) {
+                Ok(frame) => frame.map(Ok),
+                Err(panic) => Poll::Ready(Err(Stop::Panicked(panic))),
+            }
         })
         .await;
         let sent = match frame {
-            Err(reason) => {
+            Err(Stop::Reset(reason)) => {
                 tracing::debug!(
                     ?reason,
                     "client reset the stream; dropping the reply stream"
                 );
                 return;
             }
+            Err(Stop::Panicked(panic)) => {
+                let trailers = status::trailers(&panic_status(panic), http::HeaderMap::new());
+                return log_send_error(stream.send_trailers(trailers));
+            }
             Ok(Some(Ok(frame))) => match frame.into_data() {
                 Ok(data) => stream.send_data(data, false),
-                Err(frame) => match frame.into_trailers() {
-                    Ok(trailers) => return log_send_error(stream.send_trailers(trailers)),
-                    Err(_) => Ok(()),
-                },
+                Err(frame) => {
+                    let trailers = frame.into_trailers().unwrap_or_default();
+                    return log_send_error(stream.send_trailers(trailers));
+                }
             },
-            // `ResponseBody` turns errors into trailers; an empty end still ends the stream.
-            Ok(Some(Err(_)) | None) => return log_send_error(stream.send_data(Bytes::new(), true)),
+            // `ResponseBody` ends every stream with trailers and never fails: unreachable, but
+            // a client must still get a status if that ever changes.
+            Ok(end) => {
+                debug_assert!(false, "a reply stream ended without trailers");
+                let status = match end {
+                    Some(Err(status)) => status,
+                    _ => Status::internal("the reply stream ended without a status"),
+                };
+                let trailers = status::trailers(&status, http::HeaderMap::new());
+                return log_send_error(stream.send_trailers(trailers));
+            }
         };
         if sent.is_err() {
             return log_send_error(sent);
         }
     }
+}
+
+/// Why a reply stream stopped before its end.
+enum Stop {
+    Reset(Result<h2::Reason, h2::Error>),
+    Panicked(Box<dyn std::any::Any + Send>),
 }
 
 /// Ready once the stream may send at least one byte more than it has buffered.
@@ -322,6 +342,7 @@ fn poll_window(stream: &mut SendStream<Bytes>, cx: &mut Context<'_>) -> Poll<Res
     Poll::Ready(Ok(()))
 }
 
+/// A failed send means the client went away: there is nobody left to tell.
 fn log_send_error(result: Result<(), h2::Error>) {
     if let Err(error) = result {
         tracing::debug!(%error, "could not send the response");
@@ -330,11 +351,17 @@ fn log_send_error(result: Result<(), h2::Error>) {
 
 /// A handler panicked: the call ends with `INTERNAL`; the connection and its other calls live on.
 fn panic_response(panic: Box<dyn std::any::Any + Send>) -> http::Response<ResponseBody> {
+    status::response(&panic_status(panic))
+}
+
+/// Logs a handler's panic and gives the status the client gets for it. The panic message stays
+/// in the server's log: it may tell more than a client should know.
+fn panic_status(panic: Box<dyn std::any::Any + Send>) -> Status {
     let detail = panic
         .downcast_ref::<&str>()
         .copied()
         .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
         .unwrap_or("non-string panic payload");
     tracing::error!(panic = detail, "a gRPC handler panicked");
-    status::response(&Status::internal("the handler panicked"))
+    Status::internal("the handler panicked")
 }
