@@ -16,13 +16,19 @@ pub(crate) const GRPC_CONTENT_TYPE: HeaderValue = HeaderValue::from_static("appl
 const GRPC_STATUS: HeaderName = HeaderName::from_static("grpc-status");
 const GRPC_STATUS_OK: HeaderValue = HeaderValue::from_static("0");
 
-/// Headers the gRPC protocol owns; user metadata may not set them.
-const RESERVED_HEADERS: [HeaderName; 5] = [
+/// Headers user metadata may not set: those the gRPC protocol owns, and the connection-specific
+/// ones HTTP/2 forbids (h2 would refuse the whole response, leaving the client no status).
+const RESERVED_HEADERS: [HeaderName; 10] = [
     HeaderName::from_static("te"),
     CONTENT_TYPE,
     HeaderName::from_static("grpc-message"),
     HeaderName::from_static("grpc-message-type"),
     GRPC_STATUS,
+    http::header::CONNECTION,
+    http::header::TRANSFER_ENCODING,
+    http::header::UPGRADE,
+    HeaderName::from_static("keep-alive"),
+    HeaderName::from_static("proxy-connection"),
 ];
 
 /// A trailers-only response carrying `status`.
@@ -37,14 +43,7 @@ pub fn response(status: &Status) -> http::Response<ResponseBody> {
     // `with_capacity` maps grow (and allocate again) on their first inserts.
     let mut headers = HeaderMap::new();
     headers.insert(CONTENT_TYPE, GRPC_CONTENT_TYPE);
-    if let Err(unencodable) = status.add_header(&mut headers) {
-        // Only the status's own metadata can fail to encode; answer with what does encode.
-        tracing::warn!(%unencodable, "status metadata could not be encoded; sending the bare status");
-        headers.clear();
-        headers.insert(CONTENT_TYPE, GRPC_CONTENT_TYPE);
-        let bare = Status::new(status.code(), status.message());
-        let _ = bare.add_header(&mut headers);
-    }
+    add_status(status, &mut headers);
     let mut response = http::Response::new(ResponseBody::empty());
     *response.headers_mut() = headers;
     response
@@ -57,7 +56,7 @@ pub(crate) fn ok_headers(metadata: HeaderMap) -> HeaderMap {
     headers
 }
 
-/// `metadata` without the headers the gRPC protocol owns.
+/// `metadata` without the headers it may not set (see `RESERVED_HEADERS`).
 pub(crate) fn sanitized(mut metadata: HeaderMap) -> HeaderMap {
     if !metadata.is_empty() {
         for reserved in &RESERVED_HEADERS {
@@ -71,11 +70,23 @@ pub(crate) fn sanitized(mut metadata: HeaderMap) -> HeaderMap {
 /// (the handler's trailing metadata, reserved names removed) added.
 pub(crate) fn trailers(status: &Status, metadata: HeaderMap) -> HeaderMap {
     let mut trailers = sanitized(metadata);
-    if let Err(unencodable) = status.add_header(&mut trailers) {
-        tracing::warn!(%unencodable, "status metadata could not be encoded; sending the bare status");
-        let _ = Status::new(status.code(), status.message()).add_header(&mut trailers);
-    }
+    add_status(status, &mut trailers);
     trailers
+}
+
+/// Adds `grpc-status`, `grpc-message` (percent-encoded) and the status's metadata to `map`.
+fn add_status(status: &Status, map: &mut HeaderMap) {
+    // tonic reports a value it cannot encode as an error; its encodings (percent-encoding,
+    // base64) make that impossible today, but a bare status is still better than none.
+    if let Err(unencodable) = status.add_header(map) {
+        tracing::warn!(%unencodable, "status could not be encoded; sending the bare status");
+        let _ = Status::new(status.code(), "").add_header(map);
+    }
+}
+
+/// At most the first 128 bytes of `text` that came from the client, for an error message.
+pub(crate) fn excerpt(text: &str) -> &str {
+    text.get(..128).unwrap_or(text)
 }
 
 /// The trailers of a successful call: `grpc-status: 0` and the handler's trailing `metadata`
@@ -124,8 +135,10 @@ mod tests {
         metadata.insert("grpc-status", HeaderValue::from_static("13"));
         metadata.insert("content-type", HeaderValue::from_static("text/plain"));
         metadata.insert("x-user", HeaderValue::from_static("kept"));
+        metadata.insert("connection", HeaderValue::from_static("close"));
         let headers = ok_headers(metadata);
         assert!(headers.get("grpc-status").is_none());
+        assert!(headers.get("connection").is_none());
         assert_eq!(headers[CONTENT_TYPE], "application/grpc");
         assert_eq!(headers["x-user"], "kept");
     }

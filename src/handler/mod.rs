@@ -33,7 +33,8 @@ pub type ResponseFuture = FastFuture<http::Response<ResponseBody>, Infallible>;
 /// The answer to a method the service does not have: trailers-only `UNIMPLEMENTED`.
 pub fn unimplemented_method(path: &str) -> ResponseFuture {
     FastFuture::ok(status::response(&Status::unimplemented(format!(
-        "method not found: {path}"
+        "method not found: {}",
+        status::excerpt(path)
     ))))
 }
 

@@ -44,7 +44,7 @@ impl Router {
             Some(service) => service.call(request),
             None => FastFuture::ok(status::response(&Status::unimplemented(format!(
                 "service not found: {}",
-                service_name(path).unwrap_or(path)
+                status::excerpt(service_name(path).unwrap_or(path))
             )))),
         }
     }
