@@ -12,7 +12,7 @@ use std::fmt;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use futures_util::Stream;
 use http::HeaderMap;
 use http_body::{Frame, SizeHint};
@@ -56,26 +56,6 @@ impl RequestBody {
             None => Ok(self.received.unwrap_or_default()),
             Some(_) => Err(self),
         }
-    }
-
-    /// Reads the rest of the body into one buffer, refusing to hold more than `max_len` bytes.
-    pub async fn collect(mut self, max_len: usize) -> Result<Bytes, Status> {
-        let first = self.received.take().unwrap_or_default();
-        let Some(mut rest) = self.rest.take() else {
-            return Ok(first);
-        };
-        let mut buf = BytesMut::from(first);
-        while let Some(chunk) = rest.data().await {
-            let chunk = chunk.map_err(stream_error)?;
-            let _ = rest.flow_control().release_capacity(chunk.len());
-            if buf.len() + chunk.len() > max_len {
-                return Err(Status::resource_exhausted(format!(
-                    "request body is larger than the limit of {max_len} bytes"
-                )));
-            }
-            buf.extend_from_slice(&chunk);
-        }
-        Ok(buf.freeze())
     }
 }
 

@@ -474,7 +474,7 @@ pub fn decompress(
 
 /// Reads `decoder` into `output`, stopping after `max_len + 1` bytes, and gives it back.
 fn read_bounded<R: Read>(decoder: R, max_len: usize, output: &mut Vec<u8>) -> io::Result<R> {
-    let mut bounded = decoder.take(max_len as u64 + 1);
+    let mut bounded = decoder.take((max_len as u64).saturating_add(1));
     bounded.read_to_end(output)?;
     Ok(bounded.into_inner())
 }

@@ -156,3 +156,17 @@ async fn a_compressed_request_to_a_service_without_compression_is_refused() {
     assert_eq!(response.headers["grpc-accept-encoding"], "identity");
     server.stop().await;
 }
+
+#[tokio::test]
+async fn an_unlimited_receive_size_still_decompresses() {
+    let server = server(usize::MAX).await;
+    let body = compressed(
+        CompressionEncoding::Gzip,
+        &HelloRequest {
+            name: "big ".repeat(1000),
+        },
+    );
+    let response = say_hello(&server, &[("grpc-encoding", "gzip")], body).await;
+    assert_eq!(reply(&response).0, "big ".repeat(1000));
+    server.stop().await;
+}

@@ -527,3 +527,18 @@ async fn get_requests_are_http_405() {
     assert_eq!(response.status, http::StatusCode::METHOD_NOT_ALLOWED);
     server.stop().await;
 }
+
+#[tokio::test]
+async fn an_unlimited_receive_size_serves_bodies_that_arrive_in_pieces() {
+    // `usize::MAX` is how a service says "no limit"; limits must not overflow on it.
+    let server = TestServer::start(
+        Server::builder()
+            .add_service(GreeterServer::new(FastGreeter).max_decoding_message_size(usize::MAX)),
+    )
+    .await;
+    let mut client = GreeterClient::new(channel(&server).await);
+    let name = "n".repeat(3 * 1024 * 1024);
+    let reply = client.say_hello(hello(&name)).await.unwrap();
+    assert_eq!(reply.get_ref().message.len(), name.len() + "Hello !".len());
+    server.stop().await;
+}

@@ -46,9 +46,7 @@ pub fn decode_unary<M: Message + Default>(
     encoding: Option<CompressionEncoding>,
 ) -> Result<M, Status> {
     if body.is_empty() {
-        return Err(Status::internal(
-            "missing request message: the request body is empty",
-        ));
+        return Err(missing_message());
     }
     let header = FrameHeader::parse(&body, max_message_size)?;
     let available = body.len() - FRAME_HEADER_LEN;
@@ -59,13 +57,21 @@ pub fn decode_unary<M: Message + Default>(
         )));
     }
     if available > header.len {
-        return Err(Status::internal(
-            "more than one request message for a unary call",
-        ));
+        return Err(extra_message());
     }
     // `advance` only moves the start; `split_off` may allocate to share the buffer.
     body.advance(FRAME_HEADER_LEN);
     decode_message(header, body, encoding, max_message_size)
+}
+
+/// A unary request without its message.
+pub(crate) fn missing_message() -> Status {
+    Status::internal("missing request message: the request body is empty")
+}
+
+/// A unary request with a second message.
+pub(crate) fn extra_message() -> Status {
+    Status::internal("more than one request message for a unary call")
 }
 
 /// The 5-byte prefix of a frame.

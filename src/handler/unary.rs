@@ -13,7 +13,7 @@ use tonic::Status;
 use super::{HandlerConfig, ResponseFuture, message_encoding, reply_headers, tonic_request};
 use crate::FastFuture;
 use crate::body::{RequestBody, ResponseBody};
-use crate::codec::{self, FRAME_HEADER_LEN};
+use crate::codec::{self, Streaming};
 use crate::compression::{CompressionEncoding, MessageCompression, RequestCompressed};
 use crate::metadata::Trailers;
 use crate::status;
@@ -44,8 +44,9 @@ where
         .recover(|status| status::response(&status))
 }
 
-/// Decodes the request at once when its body is complete; waits for the rest otherwise.
-/// A compressed request is marked with [`RequestCompressed`] in the request's extensions.
+/// Decodes the request at once when its body is complete. Otherwise reads the rest as a stream
+/// of frames (so an oversized frame is refused as soon as its header arrives) that must hold
+/// exactly one message.
 pub(super) fn unmarshal<M: Message + Default + Send + 'static>(
     body: RequestBody,
     max_message_size: usize,
@@ -54,16 +55,27 @@ pub(super) fn unmarshal<M: Message + Default + Send + 'static>(
     match body.into_complete() {
         Ok(data) => FastFuture::ready(Decoded::new(data, max_message_size, encoding)),
         Err(body) => FastFuture::boxed(async move {
-            let data = body.collect(FRAME_HEADER_LEN + max_message_size).await?;
-            Decoded::new(data, max_message_size, encoding)
+            let mut messages = Streaming::<M>::new(body, max_message_size, encoding);
+            let message = messages
+                .message()
+                .await?
+                .ok_or_else(codec::missing_message)?;
+            let compressed = encoding.filter(|_| messages.last_message_compressed());
+            if messages.message().await?.is_some() {
+                return Err(codec::extra_message());
+            }
+            Ok(Decoded {
+                message,
+                compressed,
+            })
         }),
     }
 }
 
 /// A decoded request message, and the encoding it arrived compressed with, if any.
 pub(super) struct Decoded<M> {
-    pub(super) message: M,
-    pub(super) compressed: Option<CompressionEncoding>,
+    message: M,
+    compressed: Option<CompressionEncoding>,
 }
 
 impl<M: Message + Default> Decoded<M> {
