@@ -90,7 +90,7 @@ pub struct Streaming<T> {
     encoding: Option<CompressionEncoding>,
     /// Whether the last message yielded arrived compressed.
     last_compressed: bool,
-    /// Fails the stream when no message arrives in time; reset in place per message.
+    /// Fails the stream when the client goes quiet; reset in place on every chunk received.
     idle: Option<IdleTimeout>,
     /// Set once the stream has ended or failed; nothing is yielded after it.
     done: bool,
@@ -119,8 +119,8 @@ impl<T> Streaming<T> {
 }
 
 impl<T> Streaming<T> {
-    /// Fails the stream with `DEADLINE_EXCEEDED` when the client sends no message for
-    /// `timeout` while the handler waits for one (`None`: no such limit). The timer is one
+    /// Fails the stream with `DEADLINE_EXCEEDED` when the client sends nothing for `timeout`
+    /// while the handler waits for a message (`None`: no such limit). The timer is one
     /// object per call, created at the first wait and moved in place after each message.
     pub fn with_idle_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.idle = timeout.map(IdleTimeout::new);
@@ -144,9 +144,6 @@ impl<T: Message + Default> Streaming<T> {
     fn poll_message(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<T, Status>>> {
         loop {
             if let Some((header, payload)) = self.buffer.next_frame(self.max_message_size)? {
-                if let Some(idle) = &mut self.idle {
-                    idle.reset();
-                }
                 self.last_compressed = header.compressed;
                 let message = decode_message(header, payload, self.encoding, self.max_message_size);
                 return Poll::Ready(Some(message));
@@ -159,6 +156,10 @@ impl<T: Message + Default> Streaming<T> {
                 Some(Ok(frame)) => {
                     // Request trailers carry nothing gRPC defines; only data matters.
                     if let Ok(data) = frame.into_data() {
+                        // Any data is activity: a large message arriving slowly is not silence.
+                        if let Some(idle) = &mut self.idle {
+                            idle.reset();
+                        }
                         self.buffer.push(data);
                     }
                 }
