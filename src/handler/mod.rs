@@ -82,6 +82,17 @@ impl HandlerConfig {
     }
 }
 
+/// The `recover` step: a call chain, or the status that stopped it before it began (such as a
+/// refused `grpc-encoding`), becomes a response; any failure is answered with its status.
+fn respond(
+    chain: Result<FastFuture<http::Response<ResponseBody>, Status>, Status>,
+) -> ResponseFuture {
+    match chain {
+        Ok(chain) => chain.recover(|status| status::response(&status)),
+        Err(status) => FastFuture::ok(status::response(&status)),
+    }
+}
+
 /// The request a handler sees: the HTTP request's metadata and extensions around `message`.
 fn tonic_request<T>(parts: http::request::Parts, message: T) -> tonic::Request<T> {
     tonic::Request::from_parts(

@@ -14,14 +14,14 @@ use tonic::Status;
 
 use super::unary::{marshal, unmarshal};
 use super::{
-    Encodings, HandlerConfig, ResponseFuture, message_encoding, reply_headers, tonic_request,
+    Encodings, HandlerConfig, ResponseFuture, message_encoding, reply_headers, respond,
+    tonic_request,
 };
 use crate::FastFuture;
 use crate::body::{RequestBody, ResponseBody};
 use crate::codec::{self, Streaming};
 use crate::compression::{CompressionEncoding, MessageCompression};
 use crate::metadata::Trailers;
-use crate::status;
 
 /// Serves a call with one request and a stream of replies.
 pub fn server_streaming<Req, Resp, S, M, F>(
@@ -37,14 +37,11 @@ where
     F: Future<Output = Result<tonic::Response<S>, Status>> + Send + 'static,
 {
     let (parts, body) = request.into_parts();
-    let encodings = match config.negotiate(&parts.headers) {
-        Ok(encodings) => encodings,
-        Err(status) => return FastFuture::ok(status::response(&status)),
-    };
-    unmarshal::<Req>(body, config.max_receive_message_size, encodings.request)
-        .and_then(move |decoded| FastFuture::from_future(method(decoded.into_request(parts))))
-        .map(move |response| marshal_stream(response, encodings.response))
-        .recover(|status| status::response(&status))
+    respond(config.negotiate(&parts.headers).map(|encodings| {
+        unmarshal::<Req>(body, config.max_receive_message_size, encodings.request)
+            .and_then(move |decoded| FastFuture::from_future(method(decoded.into_request(parts))))
+            .map(move |response| marshal_stream(response, encodings.response))
+    }))
 }
 
 /// Serves a call with a stream of requests and one reply.
@@ -59,13 +56,12 @@ where
     M: FnOnce(tonic::Request<Streaming<Req>>) -> F + Send + 'static,
     F: Future<Output = Result<tonic::Response<Resp>, Status>> + Send + 'static,
 {
-    let (request, encodings) = match streaming_request(request, config) {
-        Ok(negotiated) => negotiated,
-        Err(status) => return FastFuture::ok(status::response(&status)),
-    };
-    FastFuture::from_future(method(request))
-        .and_then(move |response| FastFuture::ready(marshal(response, encodings.response)))
-        .recover(|status| status::response(&status))
+    respond(
+        streaming_request(request, config).map(|(request, encodings)| {
+            FastFuture::from_future(method(request))
+                .and_then(move |response| FastFuture::ready(marshal(response, encodings.response)))
+        }),
+    )
 }
 
 /// Serves a call with a stream of requests and a stream of replies.
@@ -81,13 +77,12 @@ where
     M: FnOnce(tonic::Request<Streaming<Req>>) -> F + Send + 'static,
     F: Future<Output = Result<tonic::Response<S>, Status>> + Send + 'static,
 {
-    let (request, encodings) = match streaming_request(request, config) {
-        Ok(negotiated) => negotiated,
-        Err(status) => return FastFuture::ok(status::response(&status)),
-    };
-    FastFuture::from_future(method(request))
-        .map(move |response| marshal_stream(response, encodings.response))
-        .recover(|status| status::response(&status))
+    respond(
+        streaming_request(request, config).map(|(request, encodings)| {
+            FastFuture::from_future(method(request))
+                .map(move |response| marshal_stream(response, encodings.response))
+        }),
+    )
 }
 
 /// The request stream a handler reads, and the call's negotiated encodings.

@@ -10,7 +10,9 @@ use std::future::Future;
 use prost::Message;
 use tonic::Status;
 
-use super::{HandlerConfig, ResponseFuture, message_encoding, reply_headers, tonic_request};
+use super::{
+    HandlerConfig, ResponseFuture, message_encoding, reply_headers, respond, tonic_request,
+};
 use crate::FastFuture;
 use crate::body::{RequestBody, ResponseBody};
 use crate::codec::{self, Streaming};
@@ -34,14 +36,11 @@ where
     F: Future<Output = Result<tonic::Response<Resp>, Status>> + Send + 'static,
 {
     let (parts, body) = request.into_parts();
-    let encodings = match config.negotiate(&parts.headers) {
-        Ok(encodings) => encodings,
-        Err(status) => return FastFuture::ok(status::response(&status)),
-    };
-    unmarshal::<Req>(body, config.max_receive_message_size, encodings.request)
-        .and_then(move |decoded| FastFuture::from_future(method(decoded.into_request(parts))))
-        .and_then(move |response| FastFuture::ready(marshal(response, encodings.response)))
-        .recover(|status| status::response(&status))
+    respond(config.negotiate(&parts.headers).map(|encodings| {
+        unmarshal::<Req>(body, config.max_receive_message_size, encodings.request)
+            .and_then(move |decoded| FastFuture::from_future(method(decoded.into_request(parts))))
+            .and_then(move |response| FastFuture::ready(marshal(response, encodings.response)))
+    }))
 }
 
 /// Decodes the request at once when its body is complete. Otherwise reads the rest as a stream
