@@ -245,10 +245,19 @@ fn rust_ident(name: &str) -> Ident {
     }
 }
 
+/// A proto comment as doc attributes, sanitized as prost-build does for messages (escaped
+/// brackets, URLs in angle brackets), so comments cannot turn into broken intra-doc links.
 fn doc_attrs(comments: &Comments) -> TokenStream {
-    let lines = comments
-        .leading
-        .iter()
+    let leading = Comments {
+        leading_detached: Vec::new(),
+        leading: comments.leading.clone(),
+        trailing: comments.trailing.clone(),
+    };
+    let mut rendered = String::new();
+    leading.append_with_indent(0, &mut rendered);
+    let lines = rendered
+        .lines()
+        .filter_map(|line| line.strip_prefix("///"))
         .map(|line| quote! { #[doc = #line] });
     quote! { #(#lines)* }
 }
@@ -269,6 +278,17 @@ mod tests {
             let ty = message_type(input);
             assert_eq!(quote!(#ty).to_string(), expected);
         }
+    }
+
+    #[test]
+    fn doc_comments_are_sanitized_like_prost_messages() {
+        let comments = Comments {
+            leading_detached: Vec::new(),
+            leading: vec![" Returns [the] reply.".to_owned()],
+            trailing: Vec::new(),
+        };
+        let docs = doc_attrs(&comments).to_string();
+        assert!(docs.contains(r"\\[the\\]"), "{docs}");
     }
 
     #[test]
