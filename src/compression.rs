@@ -275,7 +275,8 @@ fn unsupported_encoding(name: &[u8], enabled: &[CompressionEncoding]) -> Status 
 /// The `grpc-accept-encoding` value announcing `enabled`: `identity` first (always accepted),
 /// then each enabled encoding, comma-separated.
 ///
-/// Build it once, when the server is configured, and clone it per response.
+/// The server sends it with an `UNIMPLEMENTED` answer to an encoding it does not accept (see
+/// [`request_encoding`]); it is public for servers that want to announce it elsewhere.
 ///
 /// ```
 /// use fastgrpc::compression::{accept_encoding_header, CompressionEncoding};

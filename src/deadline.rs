@@ -171,9 +171,10 @@ pub fn request_deadline(
 /// The server computes it once from [`request_deadline`] when the call starts and inserts it
 /// into the request's extensions; a call without a deadline has none there.
 ///
-/// When the deadline passes, the spec (`PROTOCOL-HTTP2.md`, "Client Cancellation") asks the
-/// server to cancel the call locally and reset the stream with `CANCEL`; the client, whose own
-/// deadline has passed too, reports `DEADLINE_EXCEEDED` to its application.
+/// When the deadline passes, the server drops the call (its handler future or reply stream)
+/// and ends the stream with the status `DEADLINE_EXCEEDED`. The spec (`PROTOCOL-HTTP2.md`)
+/// allows resetting the stream with `CANCEL` instead; a status also tells clients that do not
+/// enforce the deadline themselves (tonic's streaming bodies, raw HTTP/2 peers) what happened.
 ///
 /// ```
 /// use std::time::Duration;

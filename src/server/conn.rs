@@ -331,7 +331,8 @@ enum Stop {
 
 /// Ready once the stream may send at least one byte more than it has buffered.
 fn poll_window(stream: &mut SendStream<Bytes>, cx: &mut Context<'_>) -> Poll<Result<(), ()>> {
-    // The reservation counts buffered data, so capacity shows only once that has been sent.
+    // The reservation counts buffered data, so capacity shows only once the peer's window
+    // covers what is buffered plus one byte.
     stream.reserve_capacity(1);
     while stream.capacity() == 0 {
         match std::task::ready!(stream.poll_capacity(cx)) {
