@@ -542,3 +542,59 @@ async fn an_unlimited_receive_size_serves_bodies_that_arrive_in_pieces() {
     assert_eq!(reply.get_ref().message.len(), name.len() + "Hello !".len());
     server.stop().await;
 }
+
+/// Each call blocks its thread until a second call arrives (or 500 ms pass): two calls can only
+/// meet if they run on different threads at once.
+struct Rendezvous {
+    waiting: std::sync::Mutex<Option<std::sync::mpsc::Sender<()>>>,
+}
+
+impl Greeter for Rendezvous {
+    fn say_hello(&self, _request: Request<HelloRequest>) -> impl RpcFuture<HelloReply> {
+        let mut waiting = self.waiting.lock().unwrap();
+        let met = match waiting.take() {
+            Some(first) => first.send(()).is_ok(),
+            None => {
+                let (tx, rx) = std::sync::mpsc::channel();
+                *waiting = Some(tx);
+                drop(waiting);
+                rx.recv_timeout(Duration::from_millis(500)).is_ok()
+            }
+        };
+        FastFuture::ok(Response::new(HelloReply {
+            message: if met { "met" } else { "alone" }.into(),
+        }))
+    }
+}
+
+async fn rendezvous_replies(inline: bool) -> Vec<String> {
+    let greeter = Rendezvous {
+        waiting: Default::default(),
+    };
+    let server = TestServer::start(
+        Server::builder().add_service(GreeterServer::new(greeter).run_inline(inline)),
+    )
+    .await;
+    let channel = channel(&server).await;
+    let calls: Vec<_> = (0..2)
+        .map(|i| {
+            let mut client = GreeterClient::new(channel.clone());
+            tokio::spawn(async move { client.say_hello(hello(&format!("r{i}"))).await })
+        })
+        .collect();
+    let mut replies = Vec::new();
+    for call in calls {
+        replies.push(call.await.unwrap().unwrap().into_inner().message);
+    }
+    server.stop().await;
+    replies.sort();
+    replies
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn handlers_that_do_not_run_inline_run_in_parallel_on_one_connection() {
+    // Inline, a blocking handler holds its connection's thread: the second call cannot start
+    // until the first gives up. Spawned, both run at once on worker threads and meet.
+    assert_eq!(rendezvous_replies(true).await, ["alone", "alone"]);
+    assert_eq!(rendezvous_replies(false).await, ["met", "met"]);
+}

@@ -40,6 +40,7 @@ pub fn configure() -> Builder {
     Builder {
         prost: prost_build::Config::new(),
         build_server: true,
+        spawned_methods: Vec::new(),
         runtime_path: "::fastgrpc".to_owned(),
         emit_rerun_if_changed: true,
     }
@@ -76,6 +77,7 @@ fn invalid_input(error: protox::Error) -> io::Error {
 pub struct Builder {
     prost: prost_build::Config,
     build_server: bool,
+    spawned_methods: Vec<String>,
     runtime_path: String,
     emit_rerun_if_changed: bool,
 }
@@ -91,6 +93,15 @@ impl Builder {
     /// messages are generated.
     pub fn build_server(mut self, enable: bool) -> Self {
         self.build_server = enable;
+        self
+    }
+
+    /// Always runs `method` (`package.Service.Method`, e.g. `helloworld.Greeter.SayHello`) in
+    /// a spawned task instead of starting it inline on the connection's thread: for methods
+    /// that compute for long, which would otherwise hold up the other calls of their
+    /// connection. A whole service can opt out at run time with the server's `run_inline(false)`.
+    pub fn spawn_method(mut self, method: impl Into<String>) -> Self {
+        self.spawned_methods.push(method.into());
         self
     }
 
@@ -167,7 +178,10 @@ impl Builder {
                 )
             })?;
             self.prost
-                .service_generator(Box::new(service::ServerGenerator::new(runtime)));
+                .service_generator(Box::new(service::ServerGenerator::new(
+                    runtime,
+                    std::mem::take(&mut self.spawned_methods),
+                )));
         }
         self.prost.compile_fds(fds)
     }
@@ -178,6 +192,7 @@ impl fmt::Debug for Builder {
         f.debug_struct("Builder")
             .field("prost", &self.prost)
             .field("build_server", &self.build_server)
+            .field("spawned_methods", &self.spawned_methods)
             .field("runtime_path", &self.runtime_path)
             .field("emit_rerun_if_changed", &self.emit_rerun_if_changed)
             .finish()

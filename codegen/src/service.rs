@@ -19,22 +19,31 @@ use quote::{format_ident, quote};
 
 pub(crate) struct ServerGenerator {
     runtime: syn::Path,
+    /// Methods (`package.Service.Method`) whose handlers always run in a spawned task.
+    spawned_methods: Vec<String>,
 }
 
 impl ServerGenerator {
-    pub(crate) fn new(runtime: syn::Path) -> Self {
-        ServerGenerator { runtime }
+    pub(crate) fn new(runtime: syn::Path, spawned_methods: Vec<String>) -> Self {
+        ServerGenerator {
+            runtime,
+            spawned_methods,
+        }
     }
 }
 
 impl ServiceGenerator for ServerGenerator {
     fn generate(&mut self, service: Service, buf: &mut String) {
-        buf.push_str(&server_module(&self.runtime, &service).to_string());
+        buf.push_str(&server_module(&self.runtime, &service, &self.spawned_methods).to_string());
         buf.push('\n');
     }
 }
 
-fn server_module(runtime: &syn::Path, service: &Service) -> TokenStream {
+fn server_module(
+    runtime: &syn::Path,
+    service: &Service,
+    spawned_methods: &[String],
+) -> TokenStream {
     let module = format_ident!("{}_server", service.name.to_snake_case());
     let trait_name = rust_ident(&service.name);
     let server = format_ident!("{}Server", service.name);
@@ -47,7 +56,10 @@ fn server_module(runtime: &syn::Path, service: &Service) -> TokenStream {
         .filter(|m| m.server_streaming)
         .map(stream_type);
     let trait_methods = service.methods.iter().map(|m| trait_method(service, m));
-    let routes = service.methods.iter().map(|m| route(service, m));
+    let routes = service.methods.iter().map(|m| {
+        let spawned = spawned_methods.contains(&format!("{full_name}.{}", m.proto_name));
+        route(service, m, spawned)
+    });
     let module_doc =
         format!(" Server side of `{full_name}`: the trait to implement and its server.");
     let server_doc = format!(
@@ -100,6 +112,14 @@ fn server_module(runtime: &syn::Path, service: &Service) -> TokenStream {
                 /// encoding enabled this way that the client accepts is used.
                 pub fn send_compressed(mut self, encoding: CompressionEncoding) -> Self {
                     self.config.send_compression = self.config.send_compression.with(encoding);
+                    self
+                }
+
+                /// Whether calls start inline, on the connection's thread (the default), or in
+                /// a spawned task. Turn it off for services whose handlers compute for long:
+                /// inline, they would hold up the other calls of their connection.
+                pub fn run_inline(mut self, enabled: bool) -> Self {
+                    self.config.inline = enabled;
                     self
                 }
 
@@ -198,7 +218,7 @@ fn trait_method(service: &Service, method: &Method) -> TokenStream {
     }
 }
 
-fn route(service: &Service, method: &Method) -> TokenStream {
+fn route(service: &Service, method: &Method, spawned: bool) -> TokenStream {
     let name = rust_ident(&method.name);
     let path = format!("/{}/{}", full_service_name(service), method.proto_name);
     let handler = match (method.client_streaming, method.server_streaming) {
@@ -207,10 +227,15 @@ fn route(service: &Service, method: &Method) -> TokenStream {
         (true, false) => quote! { client_streaming },
         (true, true) => quote! { streaming },
     };
+    let config = if spawned {
+        quote! { &HandlerConfig { inline: false, ..self.config } }
+    } else {
+        quote! { &self.config }
+    };
     quote! {
         #path => {
             let service = Arc::clone(&self.inner);
-            #handler(request, &self.config, move |request| async move { service.#name(request).await })
+            #handler(request, #config, move |request| async move { service.#name(request).await })
         }
     }
 }
@@ -289,6 +314,45 @@ mod tests {
         };
         let docs = doc_attrs(&comments).to_string();
         assert!(docs.contains(r"\\[the\\]"), "{docs}");
+    }
+
+    fn method(name: &str) -> Method {
+        Method {
+            name: name.to_lowercase(),
+            proto_name: name.to_owned(),
+            comments: Comments::default(),
+            input_type: "In".to_owned(),
+            output_type: "Out".to_owned(),
+            input_proto_type: ".pkg.In".to_owned(),
+            output_proto_type: ".pkg.Out".to_owned(),
+            options: Default::default(),
+            client_streaming: false,
+            server_streaming: false,
+        }
+    }
+
+    #[test]
+    fn spawned_methods_route_with_inline_off_and_others_do_not() {
+        let service = Service {
+            name: "Svc".to_owned(),
+            proto_name: "Svc".to_owned(),
+            package: "pkg".to_owned(),
+            comments: Comments::default(),
+            methods: vec![method("Heavy"), method("Light")],
+            options: Default::default(),
+        };
+        let runtime: syn::Path = syn::parse_str("::fastgrpc").unwrap();
+        let code = server_module(&runtime, &service, &["pkg.Svc.Heavy".to_owned()]).to_string();
+        let heavy = code.find("\"/pkg.Svc/Heavy\"").unwrap();
+        let light = code.find("\"/pkg.Svc/Light\"").unwrap();
+        let inline_off = code
+            .find("inline : false")
+            .expect("the spawned method turns inline off");
+        assert!(
+            heavy < inline_off && inline_off < light,
+            "only Heavy's route does"
+        );
+        assert_eq!(code.matches("inline : false").count(), 1);
     }
 
     #[test]

@@ -51,6 +51,9 @@ pub struct HandlerConfig {
     /// How long a request stream may stay silent before the call fails with
     /// `DEADLINE_EXCEEDED`; `None` (the default) waits as long as the call lasts.
     pub receive_idle_timeout: Option<Duration>,
+    /// Whether the user's method is first polled inline, on the connection's thread (the
+    /// default), or only in a spawned task. See [`HandlerConfig::invoke`].
+    pub inline: bool,
 }
 
 impl Default for HandlerConfig {
@@ -60,6 +63,28 @@ impl Default for HandlerConfig {
             accept_compression: EncodingList::new(),
             send_compression: EncodingList::new(),
             receive_idle_timeout: None,
+            inline: true,
+        }
+    }
+}
+
+impl HandlerConfig {
+    /// The `impl` step: the user's method future, polled once on the spot when `inline` (a
+    /// method that answers without waiting is then served with no task at all), or left
+    /// unpolled so the connection driver spawns it.
+    ///
+    /// Inline is right for handlers that answer quickly or wait on I/O. A handler that computes
+    /// for long holds up the other streams of its connection while it runs inline; spawned, it
+    /// runs on any worker thread, in parallel with the connection and its other calls.
+    pub fn invoke<T, F>(&self, method: F) -> FastFuture<T, Status>
+    where
+        T: Send + 'static,
+        F: std::future::Future<Output = Result<T, Status>> + Send + 'static,
+    {
+        if self.inline {
+            FastFuture::from_future(method)
+        } else {
+            FastFuture::boxed(method)
         }
     }
 }

@@ -37,9 +37,10 @@ where
     F: Future<Output = Result<tonic::Response<S>, Status>> + Send + 'static,
 {
     let (parts, body) = request.into_parts();
+    let config = *config;
     respond(config.negotiate(&parts.headers).map(|encodings| {
         unmarshal::<Req>(body, config.max_receive_message_size, encodings.request)
-            .and_then(move |decoded| FastFuture::from_future(method(decoded.into_request(parts))))
+            .and_then(move |decoded| config.invoke(method(decoded.into_request(parts))))
             .map(move |response| marshal_stream(response, encodings.response))
     }))
 }
@@ -58,7 +59,8 @@ where
 {
     respond(
         streaming_request(request, config).map(|(request, encodings)| {
-            FastFuture::from_future(method(request))
+            config
+                .invoke(method(request))
                 .and_then(move |response| FastFuture::ready(marshal(response, encodings.response)))
         }),
     )
@@ -79,7 +81,8 @@ where
 {
     respond(
         streaming_request(request, config).map(|(request, encodings)| {
-            FastFuture::from_future(method(request))
+            config
+                .invoke(method(request))
                 .map(move |response| marshal_stream(response, encodings.response))
         }),
     )

@@ -36,9 +36,10 @@ where
     F: Future<Output = Result<tonic::Response<Resp>, Status>> + Send + 'static,
 {
     let (parts, body) = request.into_parts();
+    let config = *config;
     respond(config.negotiate(&parts.headers).map(|encodings| {
         unmarshal::<Req>(body, config.max_receive_message_size, encodings.request)
-            .and_then(move |decoded| FastFuture::from_future(method(decoded.into_request(parts))))
+            .and_then(move |decoded| config.invoke(method(decoded.into_request(parts))))
             .and_then(move |response| FastFuture::ready(marshal(response, encodings.response)))
     }))
 }
