@@ -1,8 +1,13 @@
-//! A global allocator that counts the allocations of the threads that ask it to.
+//! A global allocator that counts the allocations of the threads that ask it to, and the bytes
+//! they request.
 //!
 //! Counting only on the measuring thread keeps the test harness's own threads out of the
 //! figures. Include this file with `#[path]` in a test binary and install [`CountingAllocator`]
 //! as its `#[global_allocator]`.
+//!
+//! Bytes are what the allocator is asked for: the size of each `alloc` and `alloc_zeroed`, and
+//! the new size of each `realloc` (counted, like the allocation count, as a new allocation).
+//! Frees are not subtracted: the figure is bytes allocated, not bytes live.
 
 #![allow(dead_code)]
 
@@ -14,6 +19,7 @@ pub struct CountingAllocator;
 thread_local! {
     static COUNTING: Cell<bool> = const { Cell::new(false) };
     static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+    static BYTES: Cell<u64> = const { Cell::new(0) };
 }
 
 // SAFETY: every call is forwarded to `System`; the thread-locals are const-initialized
@@ -21,18 +27,21 @@ thread_local! {
 unsafe impl GlobalAlloc for CountingAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         note_allocation();
+        note_bytes(layout.size());
         // SAFETY: forwarded with the caller's guarantees.
         unsafe { System.alloc(layout) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         note_allocation();
+        note_bytes(layout.size());
         // SAFETY: forwarded with the caller's guarantees.
         unsafe { System.alloc_zeroed(layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         note_allocation();
+        note_bytes(new_size);
         // SAFETY: forwarded with the caller's guarantees.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -51,6 +60,14 @@ fn note_allocation() {
     });
 }
 
+fn note_bytes(size: usize) {
+    let _ = COUNTING.try_with(|counting| {
+        if counting.get() {
+            let _ = BYTES.try_with(|n| n.set(n.get() + size as u64));
+        }
+    });
+}
+
 /// Starts or stops counting this thread's allocations.
 pub fn set_counting(on: bool) {
     COUNTING.with(|c| c.set(on));
@@ -61,6 +78,11 @@ pub fn counted() -> u64 {
     ALLOCATIONS.with(Cell::get)
 }
 
+/// Bytes allocated on this thread so far, while counting.
+pub fn counted_bytes() -> u64 {
+    BYTES.with(Cell::get)
+}
+
 /// Runs `f` on this thread and returns its result with the heap allocations it made.
 pub fn count_allocations<T>(f: impl FnOnce() -> T) -> (T, u64) {
     let before = ALLOCATIONS.with(Cell::get);
@@ -68,4 +90,12 @@ pub fn count_allocations<T>(f: impl FnOnce() -> T) -> (T, u64) {
     let value = f();
     COUNTING.with(|c| c.set(false));
     (value, ALLOCATIONS.with(Cell::get) - before)
+}
+
+/// Runs `f` on this thread and returns its result with the heap allocations it made and the
+/// bytes they requested.
+pub fn count_allocations_and_bytes<T>(f: impl FnOnce() -> T) -> (T, u64, u64) {
+    let bytes_before = BYTES.with(Cell::get);
+    let (value, allocations) = count_allocations(f);
+    (value, allocations, BYTES.with(Cell::get) - bytes_before)
 }
