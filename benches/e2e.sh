@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# End-to-end load over loopback with h2load (Debian's nghttp2-client): fastgrpc's
+# greeter_server against tonic_greeter_server (same proto, same handler), side by side.
+#
+#   bash benches/e2e.sh            # the three load shapes, both servers, 3 rounds each
+#   ROUNDS=1 bash benches/e2e.sh   # quicker
+#   bash benches/e2e.sh heavy      # CPU-heavy handler: inline against spawned (run_inline(false))
+#
+# Each server runs pinned to core 0 with one tokio worker; h2load is pinned to core 1. Every run
+# is bounded: a fixed request count and a `timeout`. Reported per run: requests/s, latency p50
+# and p99 (from h2load's per-request log), server CPU per request (utime+stime from
+# /proc/PID/stat), and write syscalls per request (strace -c, in a separate pass, since strace
+# slows the server). Loopback only.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+rounds=${ROUNDS:-3}
+port=50061
+body=$(mktemp)
+log=$(mktemp)
+trap 'rm -f "$body" "$log"' EXIT
+# HelloRequest { name: "world" } in one gRPC frame.
+printf '\x00\x00\x00\x00\x07\x0a\x05world' > "$body"
+
+command -v h2load >/dev/null || { echo "h2load missing: apt-get install nghttp2-client" >&2; exit 1; }
+cargo build --release --quiet --example greeter_server --example tonic_greeter_server
+
+fastgrpc=(target/release/examples/greeter_server --addr "127.0.0.1:$port")
+tonic=(target/release/examples/tonic_greeter_server --addr "127.0.0.1:$port")
+
+wait_for_port() {
+  for _ in $(seq 100); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
+    sleep 0.05
+  done
+  echo "server did not start" >&2; return 1
+}
+
+# run NAME REQUESTS CONNECTIONS STREAMS SERVER_CPUS -- SERVER_COMMAND...
+run() {
+  local name=$1 n=$2 c=$3 m=$4 cpus=$5; shift 6
+  taskset -c "$cpus" "$@" >/dev/null 2>&1 &
+  local pid=$!
+  wait_for_port
+  read -r u1 s1 < <(awk '{print $14, $15}' "/proc/$pid/stat")
+  local out
+  out=$(taskset -c 1 timeout 120 h2load -n "$n" -c "$c" -m "$m" -d "$body" \
+    -H 'content-type: application/grpc' -H 'te: trailers' --log-file="$log" \
+    "http://127.0.0.1:$port/helloworld.Greeter/SayHello")
+  read -r u2 s2 < <(awk '{print $14, $15}' "/proc/$pid/stat")
+  kill -INT "$pid"; wait "$pid" 2>/dev/null || true
+  local rps
+  rps=$(grep -oE '[0-9.]+ req/s' <<<"$out" | cut -d' ' -f1)
+  grep -q "$n succeeded" <<<"$out" || { echo "$name: not every request succeeded" >&2; echo "$out" >&2; }
+  python3 - "$log" "$name" "$n" "$rps" "$((u2 - u1 + s2 - s1))" "$(getconf CLK_TCK)" <<'PY'
+import sys
+log, name, n, rps, ticks, hz = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+lat = sorted(int(line.split()[2]) for line in open(log) if line.strip())
+pick = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))]
+cpu_us = ticks / hz * 1e6 / n
+print(f"{name:<34} {rps:>10.0f} req/s  p50 {pick(0.50):>6} us  p99 {pick(0.99):>6} us  server CPU {cpu_us:6.2f} us/req")
+PY
+}
+
+# writes NAME REQUESTS CONNECTIONS STREAMS -- SERVER_COMMAND...: write syscalls per request.
+writes() {
+  local name=$1 n=$2 c=$3 m=$4; shift 5
+  local trace; trace=$(mktemp)
+  taskset -c 0 strace -f -c -o "$trace" "$@" >/dev/null 2>&1 &
+  local pid=$!
+  wait_for_port
+  taskset -c 1 timeout 120 h2load -n "$n" -c "$c" -m "$m" -d "$body" \
+    -H 'content-type: application/grpc' -H 'te: trailers' \
+    "http://127.0.0.1:$port/helloworld.Greeter/SayHello" >/dev/null
+  kill -INT "$pid"; wait "$pid" 2>/dev/null || true
+  python3 - "$trace" "$name" "$n" <<'PY'
+import sys
+trace, name, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+calls = 0
+for line in open(trace):
+    parts = line.split()
+    if parts and parts[-1] in ("write", "writev", "sendto", "sendmsg"):
+        calls += int(parts[3] if len(parts) == 6 else parts[3])
+print(f"{name:<34} {calls / n:.3f} write syscalls/request")
+PY
+  rm -f "$trace"
+}
+
+if [[ "${1:-}" == heavy ]]; then
+  # One connection, 16 streams, a handler that computes for 200 us; two workers on two cores.
+  for round in $(seq "$rounds"); do
+    run "heavy inline (round $round)" 4000 1 16 0,1 -- "${fastgrpc[@]}" --workers 2 --work-us 200
+    run "heavy spawned (round $round)" 4000 1 16 0,1 -- "${fastgrpc[@]}" --workers 2 --work-us 200 --no-inline
+  done
+  exit 0
+fi
+
+for shape in "20000 1 1" "200000 4 16" "400000 16 64"; do
+  read -r n c m <<<"$shape"
+  for round in $(seq "$rounds"); do
+    run "fastgrpc c=$c m=$m (round $round)" "$n" "$c" "$m" 0 -- "${fastgrpc[@]}" --workers 1
+    run "tonic    c=$c m=$m (round $round)" "$n" "$c" "$m" 0 -- "${tonic[@]}" --workers 1
+  done
+done
+if command -v strace >/dev/null; then
+  writes "fastgrpc c=4 m=16" 50000 4 16 -- "${fastgrpc[@]}" --workers 1
+  writes "tonic    c=4 m=16" 50000 4 16 -- "${tonic[@]}" --workers 1
+fi
