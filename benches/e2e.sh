@@ -5,6 +5,7 @@
 #   bash benches/e2e.sh            # the three load shapes, both servers, 3 rounds each
 #   ROUNDS=1 bash benches/e2e.sh   # quicker
 #   bash benches/e2e.sh heavy      # CPU-heavy handler: inline against spawned (run_inline(false))
+#   bash benches/e2e.sh writes     # only the write-syscall counts
 #
 # Each server runs pinned to core 0 with one tokio worker; h2load is pinned to core 1. Every run
 # is bounded: a fixed request count and a `timeout`. Reported per run: requests/s, latency p50
@@ -72,7 +73,8 @@ writes() {
   taskset -c 1 timeout 120 h2load -n "$n" -c "$c" -m "$m" -d "$body" \
     -H 'content-type: application/grpc' -H 'te: trailers' \
     "http://127.0.0.1:$port/helloworld.Greeter/SayHello" >/dev/null
-  kill -INT "$pid"; wait "$pid" 2>/dev/null || true
+  # Stop the server itself (strace's child): interrupting strace would only detach it.
+  pkill -INT -P "$pid"; wait "$pid" 2>/dev/null || true
   python3 - "$trace" "$name" "$n" <<'PY'
 import sys
 trace, name, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -95,6 +97,17 @@ if [[ "${1:-}" == heavy ]]; then
   exit 0
 fi
 
+count_writes() {
+  command -v strace >/dev/null || { echo "strace missing: apt-get install strace" >&2; return 0; }
+  writes "fastgrpc c=4 m=16" 50000 4 16 -- "${fastgrpc[@]}" --workers 1
+  writes "tonic    c=4 m=16" 50000 4 16 -- "${tonic[@]}" --workers 1
+}
+
+if [[ "${1:-}" == writes ]]; then
+  count_writes
+  exit 0
+fi
+
 for shape in "20000 1 1" "200000 4 16" "400000 16 64"; do
   read -r n c m <<<"$shape"
   for round in $(seq "$rounds"); do
@@ -102,7 +115,4 @@ for shape in "20000 1 1" "200000 4 16" "400000 16 64"; do
     run "tonic    c=$c m=$m (round $round)" "$n" "$c" "$m" 0 -- "${tonic[@]}" --workers 1
   done
 done
-if command -v strace >/dev/null; then
-  writes "fastgrpc c=4 m=16" 50000 4 16 -- "${fastgrpc[@]}" --workers 1
-  writes "tonic    c=4 m=16" 50000 4 16 -- "${tonic[@]}" --workers 1
-fi
+count_writes
