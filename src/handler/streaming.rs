@@ -14,8 +14,7 @@ use tonic::Status;
 
 use super::unary::{marshal, unmarshal};
 use super::{
-    Encodings, HandlerConfig, ResponseFuture, message_encoding, reply_headers, respond,
-    tonic_request,
+    Encodings, HandlerConfig, RequestHead, ResponseFuture, message_encoding, reply_headers, respond,
 };
 use crate::FastFuture;
 use crate::body::{RequestBody, ResponseBody};
@@ -37,10 +36,11 @@ where
     F: Future<Output = Result<tonic::Response<S>, Status>> + Send + 'static,
 {
     let (parts, body) = request.into_parts();
+    let head = RequestHead::new(parts);
     let config = *config;
-    respond(config.negotiate(&parts.headers).map(|encodings| {
+    respond(config.negotiate(&head.headers).map(|encodings| {
         unmarshal::<Req>(body, config.max_receive_message_size, encodings.request)
-            .and_then(move |decoded| config.invoke(method(decoded.into_request(parts))))
+            .and_then(move |decoded| config.invoke(method(decoded.into_request(head))))
             .map(move |response| marshal_stream(response, encodings.response))
     }))
 }
@@ -97,7 +97,7 @@ fn streaming_request<Req>(
     let encodings = config.negotiate(&parts.headers)?;
     let messages = Streaming::new(body, config.max_receive_message_size, encodings.request)
         .with_idle_timeout(config.receive_idle_timeout);
-    Ok((tonic_request(parts, messages), encodings))
+    Ok((RequestHead::new(parts).into_request(messages), encodings))
 }
 
 /// The response for a reply stream: headers now, each message encoded as it is polled (and

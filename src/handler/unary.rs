@@ -10,9 +10,7 @@ use std::future::Future;
 use prost::Message;
 use tonic::Status;
 
-use super::{
-    HandlerConfig, ResponseFuture, message_encoding, reply_headers, respond, tonic_request,
-};
+use super::{HandlerConfig, RequestHead, ResponseFuture, message_encoding, reply_headers, respond};
 use crate::FastFuture;
 use crate::body::{RequestBody, ResponseBody};
 use crate::codec::{self, Streaming};
@@ -36,10 +34,11 @@ where
     F: Future<Output = Result<tonic::Response<Resp>, Status>> + Send + 'static,
 {
     let (parts, body) = request.into_parts();
+    let head = RequestHead::new(parts);
     let config = *config;
-    respond(config.negotiate(&parts.headers).map(|encodings| {
+    respond(config.negotiate(&head.headers).map(|encodings| {
         unmarshal::<Req>(body, config.max_receive_message_size, encodings.request)
-            .and_then(move |decoded| config.invoke(method(decoded.into_request(parts))))
+            .and_then(move |decoded| config.invoke(method(decoded.into_request(head))))
             .and_then(move |response| FastFuture::ready(marshal(response, encodings.response)))
     }))
 }
@@ -93,11 +92,11 @@ impl<M: Message + Default> Decoded<M> {
     }
 
     /// The request a handler sees for this message.
-    pub(super) fn into_request(self, mut parts: http::request::Parts) -> tonic::Request<M> {
+    pub(super) fn into_request(self, mut head: RequestHead) -> tonic::Request<M> {
         if let Some(encoding) = self.compressed {
-            parts.extensions.insert(RequestCompressed(encoding));
+            head.extensions.insert(RequestCompressed(encoding));
         }
-        tonic_request(parts, self.message)
+        head.into_request(self.message)
     }
 }
 
