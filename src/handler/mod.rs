@@ -89,6 +89,16 @@ impl HandlerConfig {
     }
 }
 
+/// A call whose method was invoked: the method's reply, still to be marshalled, and the encoding
+/// to marshal it with; or the status that stopped the call before the method ran.
+type Invoked<T> = Result<
+    (
+        FastFuture<tonic::Response<T>, Status>,
+        Option<CompressionEncoding>,
+    ),
+    Status,
+>;
+
 /// How a call's messages are compressed, each way, as negotiated from its request headers.
 #[derive(Debug, Clone, Copy)]
 struct Encodings {

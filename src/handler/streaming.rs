@@ -12,9 +12,9 @@ use futures_util::{Stream, StreamExt};
 use prost::Message;
 use tonic::Status;
 
-use super::unary::{marshal, unmarshal};
+use super::unary::{call_with_message, marshal};
 use super::{
-    Encodings, HandlerConfig, RequestHead, ResponseFuture, message_encoding, reply_headers, respond,
+    HandlerConfig, Invoked, RequestHead, ResponseFuture, message_encoding, reply_headers, respond,
 };
 use crate::FastFuture;
 use crate::body::{RequestBody, ResponseBody};
@@ -35,14 +35,10 @@ where
     M: FnOnce(tonic::Request<Req>) -> F + Send + 'static,
     F: Future<Output = Result<tonic::Response<S>, Status>> + Send + 'static,
 {
-    let (parts, body) = request.into_parts();
-    let head = RequestHead::new(parts);
-    let config = *config;
-    respond(config.negotiate(&head.headers).map(|encodings| {
-        unmarshal::<Req>(body, config.max_receive_message_size, encodings.request)
-            .and_then(move |decoded| config.invoke(method(decoded.into_request(head))))
-            .map(move |response| marshal_stream(response, encodings.response))
-    }))
+    respond(
+        call_with_message(request, config, method)
+            .map(|(reply, encoding)| reply.map(move |reply| marshal_stream(reply, encoding))),
+    )
 }
 
 /// Serves a call with a stream of requests and one reply.
@@ -58,10 +54,8 @@ where
     F: Future<Output = Result<tonic::Response<Resp>, Status>> + Send + 'static,
 {
     respond(
-        streaming_request(request, config).map(|(request, encodings)| {
-            config
-                .invoke(method(request))
-                .and_then(move |response| FastFuture::ready(marshal(response, encodings.response)))
+        call_with_stream(request, config, method).map(|(reply, encoding)| {
+            reply.and_then(move |reply| FastFuture::ready(marshal(reply, encoding)))
         }),
     )
 }
@@ -80,24 +74,30 @@ where
     F: Future<Output = Result<tonic::Response<S>, Status>> + Send + 'static,
 {
     respond(
-        streaming_request(request, config).map(|(request, encodings)| {
-            config
-                .invoke(method(request))
-                .map(move |response| marshal_stream(response, encodings.response))
-        }),
+        call_with_stream(request, config, method)
+            .map(|(reply, encoding)| reply.map(move |reply| marshal_stream(reply, encoding))),
     )
 }
 
-/// The request stream a handler reads, and the call's negotiated encodings.
-fn streaming_request<Req>(
+/// The steps of every call with a request stream: negotiate the encodings, then `impl` with a
+/// lazily decoding [`Streaming`]. Gives the method's reply, still to be marshalled, and the
+/// encoding to marshal it with.
+fn call_with_stream<Req, T, M, F>(
     request: http::Request<RequestBody>,
     config: &HandlerConfig,
-) -> Result<(tonic::Request<Streaming<Req>>, Encodings), Status> {
+    method: M,
+) -> Invoked<T>
+where
+    T: Send + 'static,
+    M: FnOnce(tonic::Request<Streaming<Req>>) -> F,
+    F: Future<Output = Result<tonic::Response<T>, Status>> + Send + 'static,
+{
     let (parts, body) = request.into_parts();
     let encodings = config.negotiate(&parts.headers)?;
     let messages = Streaming::new(body, config.max_receive_message_size, encodings.request)
         .with_idle_timeout(config.receive_idle_timeout);
-    Ok((RequestHead::new(parts).into_request(messages), encodings))
+    let request = RequestHead::new(parts).into_request(messages);
+    Ok((config.invoke(method(request)), encodings.response))
 }
 
 /// The response for a reply stream: headers now, each message encoded as it is polled (and

@@ -10,7 +10,9 @@ use std::future::Future;
 use prost::Message;
 use tonic::Status;
 
-use super::{HandlerConfig, RequestHead, ResponseFuture, message_encoding, reply_headers, respond};
+use super::{
+    HandlerConfig, Invoked, RequestHead, ResponseFuture, message_encoding, reply_headers, respond,
+};
 use crate::FastFuture;
 use crate::body::{RequestBody, ResponseBody};
 use crate::codec::{self, Streaming};
@@ -33,20 +35,40 @@ where
     M: FnOnce(tonic::Request<Req>) -> F + Send + 'static,
     F: Future<Output = Result<tonic::Response<Resp>, Status>> + Send + 'static,
 {
+    respond(
+        call_with_message(request, config, method).map(|(reply, encoding)| {
+            reply.and_then(move |reply| FastFuture::ready(marshal(reply, encoding)))
+        }),
+    )
+}
+
+/// The steps of every call with a single request message: negotiate the encodings, then
+/// `unmarshal -> impl`. Gives the method's reply, still to be marshalled, and the encoding to
+/// marshal it with.
+pub(super) fn call_with_message<Req, T, M, F>(
+    request: http::Request<RequestBody>,
+    config: &HandlerConfig,
+    method: M,
+) -> Invoked<T>
+where
+    Req: Message + Default + Send + 'static,
+    T: Send + 'static,
+    M: FnOnce(tonic::Request<Req>) -> F + Send + 'static,
+    F: Future<Output = Result<tonic::Response<T>, Status>> + Send + 'static,
+{
     let (parts, body) = request.into_parts();
     let head = RequestHead::new(parts);
     let config = *config;
-    respond(config.negotiate(&head.headers).map(|encodings| {
-        unmarshal::<Req>(body, config.max_receive_message_size, encodings.request)
-            .and_then(move |decoded| config.invoke(method(decoded.into_request(head))))
-            .and_then(move |response| FastFuture::ready(marshal(response, encodings.response)))
-    }))
+    let encodings = config.negotiate(&head.headers)?;
+    let reply = unmarshal::<Req>(body, config.max_receive_message_size, encodings.request)
+        .and_then(move |decoded| config.invoke(method(decoded.into_request(head))));
+    Ok((reply, encodings.response))
 }
 
 /// Decodes the request at once when its body is complete. Otherwise reads the rest as a stream
 /// of frames (so an oversized frame is refused as soon as its header arrives) that must hold
 /// exactly one message.
-pub(super) fn unmarshal<M: Message + Default + Send + 'static>(
+fn unmarshal<M: Message + Default + Send + 'static>(
     body: RequestBody,
     max_message_size: usize,
     encoding: Option<CompressionEncoding>,
@@ -72,7 +94,7 @@ pub(super) fn unmarshal<M: Message + Default + Send + 'static>(
 }
 
 /// A decoded request message, and the encoding it arrived compressed with, if any.
-pub(super) struct Decoded<M> {
+struct Decoded<M> {
     message: M,
     compressed: Option<CompressionEncoding>,
 }
@@ -92,7 +114,7 @@ impl<M: Message + Default> Decoded<M> {
     }
 
     /// The request a handler sees for this message.
-    pub(super) fn into_request(self, mut head: RequestHead) -> tonic::Request<M> {
+    fn into_request(self, mut head: RequestHead) -> tonic::Request<M> {
         if let Some(encoding) = self.compressed {
             head.extensions.insert(RequestCompressed(encoding));
         }
