@@ -27,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 use tonic::Status;
 
 use super::Shared;
+use super::config::Keepalive;
 use crate::body::{Outgoing, RequestBody, ResponseBody};
 use crate::deadline::{self, Deadline};
 use crate::handler::ResponseFuture;
@@ -35,36 +36,94 @@ use crate::status;
 /// How many accept-and-answer rounds one poll may run before letting other tasks in.
 const ROUNDS_PER_POLL: usize = 16;
 
-/// Serves `io` until the peer closes it, it fails, or `shutdown` fires and in-flight calls end.
+/// Serves `io` until the peer closes it, it fails or stops answering keepalive pings, or it is
+/// drained: `shutdown` fires or the connection reaches its maximum age, and then calls in
+/// flight end (or the drain grace runs out).
 pub(crate) async fn serve<IO>(io: IO, shared: Arc<Shared>, shutdown: CancellationToken)
 where
     IO: AsyncRead + AsyncWrite + Unpin,
 {
-    let handshake = shared.http2.builder().handshake::<IO, Bytes>(io);
+    let config = &shared.connection;
+    let handshake = config.h2_builder().handshake::<IO, Bytes>(io);
     let mut conn = tokio::select! {
-        result = handshake => match result {
-            Ok(conn) => conn,
-            Err(error) => {
+        result = tokio::time::timeout(config.handshake_timeout, handshake) => match result {
+            Ok(Ok(conn)) => conn,
+            Ok(Err(error)) => {
                 tracing::debug!(%error, "HTTP/2 handshake failed");
+                return;
+            }
+            Err(_) => {
+                tracing::debug!("HTTP/2 handshake timed out");
                 return;
             }
         },
         () = shutdown.cancelled() => return,
     };
+    let ping_pong = conn.ping_pong();
     let mut driver = Driver {
-        shared,
+        shared: shared.clone(),
         batch: Vec::new(),
     };
     let result = tokio::select! {
         result = poll_fn(|cx| driver.poll(&mut conn, cx)) => result,
-        () = shutdown.cancelled() => {
-            // GOAWAY: the peer opens no new streams; the ones in flight are finished.
-            conn.graceful_shutdown();
-            poll_fn(|cx| driver.poll(&mut conn, cx)).await
+        () = shutdown.cancelled() => drain(&mut conn, &mut driver).await,
+        () = sleep_for(shared.connection.max_connection_age) => drain(&mut conn, &mut driver).await,
+        () = unanswered_ping(ping_pong, shared.connection.keepalive) => {
+            tracing::debug!("keepalive ping unanswered; closing the connection");
+            Ok(())
         }
     };
     if let Err(error) = result {
         tracing::debug!(%error, "HTTP/2 connection ended with an error");
+    }
+}
+
+/// Sends GOAWAY (the peer opens no new streams) and serves the streams in flight until they
+/// end, or until the drain grace runs out and the connection is dropped with them.
+async fn drain<IO>(conn: &mut Connection<IO, Bytes>, driver: &mut Driver) -> Result<(), h2::Error>
+where
+    IO: AsyncRead + AsyncWrite + Unpin,
+{
+    conn.graceful_shutdown();
+    let grace = driver.shared.connection.drain_grace;
+    let finish = poll_fn(|cx| driver.poll(conn, cx));
+    match grace {
+        None => finish.await,
+        Some(grace) => tokio::time::timeout(grace, finish)
+            .await
+            .unwrap_or_else(|_| {
+                tracing::debug!("drain grace over; closing the connection with calls in flight");
+                Ok(())
+            }),
+    }
+}
+
+/// Completes after `duration`; never without one.
+async fn sleep_for(duration: Option<Duration>) {
+    match duration {
+        Some(duration) => tokio::time::sleep(duration).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Pings the peer at the keepalive interval; completes when a ping goes unanswered for the
+/// keepalive timeout. Never completes without keepalive (or once the connection is gone, which
+/// the driver notices itself).
+async fn unanswered_ping(ping_pong: Option<h2::PingPong>, keepalive: Option<Keepalive>) {
+    let (Some(mut ping_pong), Some(keepalive)) = (ping_pong, keepalive) else {
+        return std::future::pending().await;
+    };
+    loop {
+        tokio::time::sleep(keepalive.interval).await;
+        if ping_pong.send_ping(h2::Ping::opaque()).is_err() {
+            return std::future::pending().await;
+        }
+        let pong = poll_fn(|cx| ping_pong.poll_pong(cx));
+        match tokio::time::timeout(keepalive.timeout, pong).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(_)) => return std::future::pending().await,
+            Err(_) => return,
+        }
     }
 }
 

@@ -10,6 +10,7 @@
 //! # }
 //! ```
 
+mod config;
 mod conn;
 mod router;
 mod service;
@@ -23,10 +24,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use self::config::{ConnectionConfig, Keepalive};
 use self::router::Router;
 
 /// Entry point: `Server::builder()` starts configuring a server.
@@ -40,65 +43,22 @@ impl Server {
     }
 }
 
-/// Configures the services and HTTP/2 settings of a server, then serves.
+/// Configures the services, HTTP/2 settings and limits of a server, then serves.
 #[derive(Debug, Default)]
 pub struct Builder {
     router: Router,
-    http2: Http2Settings,
+    connection: ConnectionConfig,
     default_timeout: Option<Duration>,
+    max_connections: Option<usize>,
 }
 
 /// What every connection of a server shares.
 #[derive(Debug)]
 struct Shared {
     router: Router,
-    http2: Http2Settings,
+    connection: ConnectionConfig,
     /// Deadline of calls whose client sets none (or a later one).
     default_timeout: Option<Duration>,
-}
-
-/// HTTP/2 settings the server announces.
-#[derive(Debug, Clone)]
-struct Http2Settings {
-    initial_stream_window_size: u32,
-    initial_connection_window_size: u32,
-    max_frame_size: u32,
-    max_concurrent_streams: Option<u32>,
-    data_frame_budget: usize,
-}
-
-impl Default for Http2Settings {
-    fn default() -> Self {
-        // Windows of 1 MiB (hyper's defaults): a typical request body arrives in the same
-        // read as its headers, so the strict path applies, without waiting for WINDOW_UPDATEs.
-        Http2Settings {
-            initial_stream_window_size: 1024 * 1024,
-            initial_connection_window_size: 1024 * 1024,
-            max_frame_size: 16 * 1024,
-            max_concurrent_streams: None,
-            // h2 closes a connection whose small DATA frames pile up unread beyond this
-            // budget. Its default (half the connection window: about 2,000 frames of tiny
-            // messages) is crossed by one socket read from a client streaming small messages,
-            // each in its own frame as gRPC clients send them. 4 MiB allows about 16,000 such
-            // frames in flight, some 2 MB of buffered frames per connection at worst.
-            data_frame_budget: 4 * 1024 * 1024,
-        }
-    }
-}
-
-impl Http2Settings {
-    fn builder(&self) -> h2::server::Builder {
-        let mut builder = h2::server::Builder::new();
-        builder
-            .initial_window_size(self.initial_stream_window_size)
-            .initial_connection_window_size(self.initial_connection_window_size)
-            .max_frame_size(self.max_frame_size)
-            .data_frame_budget(self.data_frame_budget);
-        if let Some(max) = self.max_concurrent_streams {
-            builder.max_concurrent_streams(max);
-        }
-        builder
-    }
 }
 
 impl Builder {
@@ -121,32 +81,77 @@ impl Builder {
 
     /// The HTTP/2 flow-control window of each stream (default 1 MiB).
     pub fn initial_stream_window_size(mut self, size: u32) -> Self {
-        self.http2.initial_stream_window_size = size;
+        self.connection.initial_stream_window_size = size;
         self
     }
 
     /// The HTTP/2 flow-control window of each connection (default 1 MiB).
     pub fn initial_connection_window_size(mut self, size: u32) -> Self {
-        self.http2.initial_connection_window_size = size;
+        self.connection.initial_connection_window_size = size;
         self
     }
 
     /// The largest HTTP/2 frame payload the server accepts (default 16 KiB).
     pub fn max_frame_size(mut self, size: u32) -> Self {
-        self.http2.max_frame_size = size;
+        self.connection.max_frame_size = size;
         self
     }
 
-    /// How many streams a client may have open at once on one connection (default: no limit).
-    pub fn max_concurrent_streams(mut self, max: impl Into<Option<u32>>) -> Self {
-        self.http2.max_concurrent_streams = max.into();
+    /// How many streams a client may have open at once on one connection (default 1,024);
+    /// a client queues further calls until one ends.
+    pub fn max_concurrent_streams(mut self, max: u32) -> Self {
+        self.connection.max_concurrent_streams = max;
+        self
+    }
+
+    /// The largest header list (request headers or trailers, as HPACK counts them) a client
+    /// may send (default 16 KiB).
+    pub fn max_header_list_size(mut self, bytes: u32) -> Self {
+        self.connection.max_header_list_size = bytes;
+        self
+    }
+
+    /// How many connections are served at once (default: no limit). Beyond it the server
+    /// stops accepting until one closes; the kernel's backlog holds new ones meanwhile.
+    pub fn max_connections(mut self, max: usize) -> Self {
+        self.max_connections = Some(max.max(1));
+        self
+    }
+
+    /// How long a new connection may take to send the HTTP/2 preface and settings
+    /// (default 10 s); a connection that sends nothing is closed after it.
+    pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
+        self.connection.handshake_timeout = timeout;
+        self
+    }
+
+    /// Pings each connection every `interval` and closes it when a ping is not answered
+    /// within `timeout`: peers that vanished without closing (a pulled cable, a dead NAT
+    /// entry) stop holding calls and memory (default: no pings).
+    pub fn http2_keepalive(mut self, interval: Duration, timeout: Duration) -> Self {
+        self.connection.keepalive = Some(Keepalive { interval, timeout });
+        self
+    }
+
+    /// Sends GOAWAY on each connection once it is `age` old, so clients reconnect; behind an
+    /// L4 load balancer this spreads load over new replicas (default: connections live as long
+    /// as their clients keep them).
+    pub fn max_connection_age(mut self, age: Duration) -> Self {
+        self.connection.max_connection_age = Some(age);
+        self
+    }
+
+    /// After GOAWAY (for age or shutdown), how long calls in flight may go on before their
+    /// connection is closed (default: as long as they take).
+    pub fn drain_grace(mut self, grace: Duration) -> Self {
+        self.connection.drain_grace = Some(grace);
         self
     }
 
     /// How much framing overhead of received small DATA frames a connection may buffer before
     /// h2 closes it with `ENHANCE_YOUR_CALM` (default 4 MiB: about 16,000 tiny frames).
     pub fn data_frame_budget(mut self, bytes: usize) -> Self {
-        self.http2.data_frame_budget = bytes;
+        self.connection.data_frame_budget = bytes;
         self
     }
 
@@ -174,22 +179,30 @@ impl Builder {
     {
         let shared = Arc::new(Shared {
             router: self.router,
-            http2: self.http2,
+            connection: self.connection,
             default_timeout: self.default_timeout,
         });
         let shutdown = CancellationToken::new();
         let connections = TaskTracker::new();
+        // One permit per connection being served, when their number is limited.
+        let slots = self
+            .max_connections
+            .map(|max| Arc::new(Semaphore::new(max)));
         let mut signal = std::pin::pin!(signal);
         loop {
             let accepted = tokio::select! {
                 () = &mut signal => break,
-                accepted = listener.accept() => accepted,
+                accepted = accept(&listener, slots.as_ref()) => accepted,
             };
             match accepted {
-                Ok((stream, _peer)) => {
+                Ok((stream, slot)) => {
                     // Responses are written whole; delaying them (Nagle) only adds latency.
                     let _ = stream.set_nodelay(true);
-                    connections.spawn(conn::serve(stream, shared.clone(), shutdown.clone()));
+                    let serve = conn::serve(stream, shared.clone(), shutdown.clone());
+                    connections.spawn(async move {
+                        serve.await;
+                        drop(slot);
+                    });
                 }
                 Err(error) => accept_failed(error).await,
             }
@@ -200,6 +213,19 @@ impl Builder {
         connections.wait().await;
         Ok(())
     }
+}
+
+/// Waits for a free connection slot (if their number is limited), then for a connection.
+async fn accept(
+    listener: &TcpListener,
+    slots: Option<&Arc<Semaphore>>,
+) -> io::Result<(TcpStream, Option<OwnedSemaphorePermit>)> {
+    let slot = match slots {
+        Some(slots) => Some(slots.clone().acquire_owned().await.expect("never closed")),
+        None => None,
+    };
+    let (stream, _peer) = listener.accept().await?;
+    Ok((stream, slot))
 }
 
 /// Accept errors concern one connection or a passing shortage; none stops the server.
