@@ -1,0 +1,233 @@
+//! Connection limits: stream and header-list caps, connection count, handshake timeout,
+//! keepalive, maximum connection age and the drain grace.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use fastgrpc::{FastFuture, Request, Response, RpcFuture, Server};
+use support::pb::helloworld::greeter_server::{Greeter, GreeterServer};
+use support::pb::helloworld::{HelloReply, HelloRequest};
+use support::tonic_pb::helloworld as client_pb;
+use support::tonic_pb::helloworld::greeter_client::GreeterClient;
+use support::{TestServer, channel, frame, raw_request};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+struct Hello;
+
+impl Greeter for Hello {
+    fn say_hello(&self, request: Request<HelloRequest>) -> impl RpcFuture<HelloReply> {
+        FastFuture::ok(Response::new(HelloReply {
+            message: request.into_inner().name,
+        }))
+    }
+}
+
+fn greeter() -> GreeterServer<Hello> {
+    GreeterServer::new(Hello)
+}
+
+async fn still_serves(server: &TestServer) {
+    let mut client = GreeterClient::new(channel(server).await);
+    let reply = client
+        .say_hello(client_pb::HelloRequest { name: "ok".into() })
+        .await
+        .unwrap();
+    assert_eq!(reply.into_inner().message, "ok");
+}
+
+/// Reads until the server closes the connection; how long that took.
+async fn time_until_closed(mut tcp: TcpStream) -> Duration {
+    let started = Instant::now();
+    let mut buf = [0u8; 4096];
+    let closed = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match tcp.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => continue,
+            }
+        }
+    })
+    .await;
+    assert!(
+        closed.is_ok(),
+        "the server closed the connection within 10 s"
+    );
+    started.elapsed()
+}
+
+/// The HTTP/2 client preface and an empty SETTINGS frame: a handshake, and then silence.
+const PREFACE: &[u8] =
+    b"PRI * HTTP/2.0\\r\\n\\r\\nSM\\r\\n\\r\\n\\x00\\x00\\x00\\x04\\x00\\x00\\x00\\x00\\x00";
+
+#[tokio::test]
+async fn streams_and_header_lists_are_capped_by_default() {
+    let server = TestServer::start(Server::builder().add_service(greeter())).await;
+    let tcp = TcpStream::connect(server.addr).await.unwrap();
+    let (client, conn) = h2::client::handshake(tcp).await.unwrap();
+    tokio::spawn(conn);
+    let mut client = client.ready().await.unwrap();
+    // Settings arrive with the first exchange.
+    let request = http::Request::post(format!(
+        "http://{}/helloworld.Greeter/SayHello",
+        server.addr
+    ))
+    .header("content-type", "application/grpc")
+    .body(())
+    .unwrap();
+    let (response, _) = client.send_request(request, true).unwrap();
+    response.await.unwrap();
+    assert_eq!(client.current_max_send_streams(), 1024);
+
+    // A 32 KiB header list is refused; the server goes on.
+    let huge = "x".repeat(32 * 1024);
+    let tcp = TcpStream::connect(server.addr).await.unwrap();
+    let (client, conn) = h2::client::handshake(tcp).await.unwrap();
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    let mut client = client.ready().await.unwrap();
+    let request = http::Request::post(format!(
+        "http://{}/helloworld.Greeter/SayHello",
+        server.addr
+    ))
+    .header("content-type", "application/grpc")
+    .header("x-huge", huge.as_str())
+    .body(())
+    .unwrap();
+    let outcome = match client.send_request(request, true) {
+        Ok((response, _)) => tokio::time::timeout(Duration::from_secs(5), response)
+            .await
+            .expect("an answer, not a hang")
+            .map(|r| r.status()),
+        Err(error) => Err(error),
+    };
+    // h2 answers 431 Request Header Fields Too Large.
+    assert!(
+        matches!(
+            outcome,
+            Ok(http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE)
+        ),
+        "a 32 KiB header list is refused: {outcome:?}"
+    );
+    still_serves(&server).await;
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn connections_beyond_the_limit_wait_for_a_free_slot() {
+    let server =
+        TestServer::start(Server::builder().max_connections(1).add_service(greeter())).await;
+    let first = TcpStream::connect(server.addr).await.unwrap();
+    let (first_client, first_conn) = h2::client::handshake(first).await.unwrap();
+    let first_conn = tokio::spawn(first_conn);
+
+    // A second connection is not served while the first is open.
+    let addr = server.addr;
+    let second = tokio::spawn(async move {
+        raw_request(
+            addr,
+            http::Method::POST,
+            "/helloworld.Greeter/SayHello",
+            &[("content-type", "application/grpc")],
+            frame(&[]),
+        )
+        .await
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !second.is_finished(),
+        "the second connection waits for a slot"
+    );
+
+    drop(first_client);
+    first_conn.abort();
+    let answered = tokio::time::timeout(Duration::from_secs(5), second)
+        .await
+        .expect("served once the first closes")
+        .unwrap();
+    assert_eq!(answered.grpc_status(), Some("0"));
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_connection_that_never_handshakes_is_closed() {
+    let server = TestServer::start(
+        Server::builder()
+            .handshake_timeout(Duration::from_millis(200))
+            .add_service(greeter()),
+    )
+    .await;
+    let silent = TcpStream::connect(server.addr).await.unwrap();
+    let waited = time_until_closed(silent).await;
+    assert!(waited < Duration::from_secs(3), "closed after {waited:?}");
+    still_serves(&server).await;
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_peer_that_stops_answering_pings_is_closed() {
+    let server = TestServer::start(
+        Server::builder()
+            .http2_keepalive(Duration::from_millis(100), Duration::from_millis(100))
+            .add_service(greeter()),
+    )
+    .await;
+    // A peer that completes the handshake, then never reads or answers again.
+    let mut mute = TcpStream::connect(server.addr).await.unwrap();
+    mute.write_all(PREFACE).await.unwrap();
+    let waited = time_until_closed(mute).await;
+    assert!(waited < Duration::from_secs(3), "closed after {waited:?}");
+
+    // A live client answers the pings and keeps its connection.
+    let channel = channel(&server).await;
+    let mut client = GreeterClient::new(channel);
+    for _ in 0..3 {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let reply = client
+            .say_hello(client_pb::HelloRequest {
+                name: "alive".into(),
+            })
+            .await
+            .unwrap();
+        assert_eq!(reply.into_inner().message, "alive");
+    }
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn old_connections_get_goaway_and_in_flight_calls_end_within_the_grace() {
+    let server = TestServer::start(
+        Server::builder()
+            .max_connection_age(Duration::from_millis(200))
+            .drain_grace(Duration::from_millis(200))
+            .add_service(greeter()),
+    )
+    .await;
+    let tcp = TcpStream::connect(server.addr).await.unwrap();
+    let (client, conn) = h2::client::handshake(tcp).await.unwrap();
+    let conn = tokio::spawn(conn);
+    // A call that never finishes sending keeps the connection busy past its age.
+    let mut client = client.ready().await.unwrap();
+    let request = http::Request::post(format!(
+        "http://{}/helloworld.Greeter/SayHello",
+        server.addr
+    ))
+    .header("content-type", "application/grpc")
+    .body(())
+    .unwrap();
+    let (_response, mut send) = client.send_request(request, false).unwrap();
+    send.send_data(Bytes::from_static(&[0, 0]), false).unwrap();
+
+    let started = Instant::now();
+    let ended = tokio::time::timeout(Duration::from_secs(5), conn).await;
+    assert!(
+        ended.is_ok(),
+        "the connection is closed after its age and grace"
+    );
+    assert!(started.elapsed() < Duration::from_secs(2));
+    still_serves(&server).await;
+    server.stop().await;
+}
