@@ -231,3 +231,38 @@ async fn old_connections_get_goaway_and_in_flight_calls_end_within_the_grace() {
     still_serves(&server).await;
     server.stop().await;
 }
+
+#[tokio::test]
+async fn shutdown_closes_calls_that_outlast_the_drain_grace() {
+    let mut server = TestServer::start(
+        Server::builder()
+            .drain_grace(Duration::from_millis(200))
+            .add_service(greeter()),
+    )
+    .await;
+    let tcp = TcpStream::connect(server.addr).await.unwrap();
+    let (client, conn) = h2::client::handshake(tcp).await.unwrap();
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    // A call whose body never ends would hold a graceful shutdown forever.
+    let mut client = client.ready().await.unwrap();
+    let request = http::Request::post(format!(
+        "http://{}/helloworld.Greeter/SayHello",
+        server.addr
+    ))
+    .header("content-type", "application/grpc")
+    .body(())
+    .unwrap();
+    let (_response, mut send) = client.send_request(request, false).unwrap();
+    send.send_data(Bytes::from_static(&[0, 0]), false).unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+
+    let started = Instant::now();
+    server.begin_stop();
+    server.stop().await;
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "stopped within the grace"
+    );
+}
