@@ -598,3 +598,26 @@ async fn handlers_that_do_not_run_inline_run_in_parallel_on_one_connection() {
     assert_eq!(rendezvous_replies(true).await, ["alone", "alone"]);
     assert_eq!(rendezvous_replies(false).await, ["met", "met"]);
 }
+
+#[tokio::test]
+async fn a_reply_over_the_send_limit_is_resource_exhausted() {
+    let server = TestServer::start(
+        Server::builder()
+            .add_service(GreeterServer::new(FastGreeter).max_encoding_message_size(64)),
+    )
+    .await;
+    let mut client = GreeterClient::new(channel(&server).await);
+    let status = client.say_hello(hello(&"w".repeat(100))).await.unwrap_err();
+    assert_eq!(status.code(), Code::ResourceExhausted);
+    assert!(status.message().contains("response message"), "{status:?}");
+    assert_eq!(
+        client
+            .say_hello(hello("small"))
+            .await
+            .unwrap()
+            .get_ref()
+            .message,
+        "Hello small!"
+    );
+    server.stop().await;
+}

@@ -102,6 +102,13 @@ fn server_module(
                     self
                 }
 
+                /// Limits the size of an encoded reply message (default: no limit); a larger
+                /// reply ends its call with `RESOURCE_EXHAUSTED`.
+                pub fn max_encoding_message_size(mut self, limit: usize) -> Self {
+                    self.config.max_send_message_size = limit;
+                    self
+                }
+
                 /// Accepts requests compressed with `encoding` (others get `UNIMPLEMENTED`).
                 pub fn accept_compressed(mut self, encoding: CompressionEncoding) -> Self {
                     self.config.accept_compression = self.config.accept_compression.with(encoding);

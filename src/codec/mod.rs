@@ -131,23 +131,36 @@ pub(crate) fn decode_message<M: Message + Default>(
         .map_err(|error| Status::internal(format!("failed to decode the request message: {error}")))
 }
 
-/// Encodes `message` as one frame, compressed with `encoding` if there is one.
-pub fn encode_with<M: Message>(
+/// Encodes a reply as one frame, compressed with `encoding` if there is one, refusing a
+/// message larger than `max_message_size` with `RESOURCE_EXHAUSTED`.
+pub fn encode_reply<M: Message>(
     message: &M,
     encoding: Option<CompressionEncoding>,
+    max_message_size: usize,
 ) -> Result<Bytes, Status> {
+    let len = message.encoded_len();
+    if len > max_message_size {
+        return Err(Status::resource_exhausted(format!(
+            "response message of {len} bytes is larger than the limit of {max_message_size} bytes"
+        )));
+    }
     let Some(encoding) = encoding else {
-        return encode(message);
+        return encode_plain(message, len);
     };
-    let plain = message.encode_to_vec();
-    let mut frame = BytesMut::with_capacity(FRAME_HEADER_LEN + plain.len() / 2 + 64);
+    let mut plain = Vec::with_capacity(len);
+    message.encode_raw(&mut plain);
+    let mut frame = BytesMut::with_capacity(FRAME_HEADER_LEN + len / 2 + 64);
     compression::encode_frame(encoding, &plain, &mut frame)?;
     Ok(frame.freeze())
 }
 
 /// Encodes `message` as one uncompressed frame, in a buffer of exactly the frame's size.
 pub fn encode<M: Message>(message: &M) -> Result<Bytes, Status> {
-    let len = message.encoded_len();
+    encode_plain(message, message.encoded_len())
+}
+
+/// Encodes `message`, whose encoded length is `len`, into a buffer of exactly the frame's size.
+fn encode_plain<M: Message>(message: &M, len: usize) -> Result<Bytes, Status> {
     let Ok(declared) = u32::try_from(len) else {
         return Err(Status::resource_exhausted(format!(
             "response message of {len} bytes does not fit a gRPC frame"

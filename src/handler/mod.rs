@@ -44,6 +44,9 @@ pub struct HandlerConfig {
     /// Largest request message accepted, in bytes (after decompression); larger ones get
     /// `RESOURCE_EXHAUSTED`.
     pub max_receive_message_size: usize,
+    /// Largest reply message sent, in bytes (before compression); a larger reply ends the
+    /// call with `RESOURCE_EXHAUSTED` instead (default: no limit, as in tonic).
+    pub max_send_message_size: usize,
     /// Encodings compressed requests may use; others get `UNIMPLEMENTED`.
     pub accept_compression: EncodingList,
     /// Encodings replies are compressed with, when the client accepts one (first match wins).
@@ -60,6 +63,7 @@ impl Default for HandlerConfig {
     fn default() -> Self {
         HandlerConfig {
             max_receive_message_size: DEFAULT_MAX_RECEIVE_MESSAGE_SIZE,
+            max_send_message_size: usize::MAX,
             accept_compression: EncodingList::new(),
             send_compression: EncodingList::new(),
             receive_idle_timeout: None,
@@ -91,19 +95,36 @@ impl HandlerConfig {
 
 /// A call whose method was invoked: the method's reply, still to be marshalled, and the encoding
 /// to marshal it with; or the status that stopped the call before the method ran.
-type Invoked<T> = Result<
-    (
-        FastFuture<tonic::Response<T>, Status>,
-        Option<CompressionEncoding>,
-    ),
-    Status,
->;
+type Invoked<T> = Result<(FastFuture<tonic::Response<T>, Status>, ReplyCodec), Status>;
+
+/// How a call's replies are encoded: the compression negotiated for the call and the service's
+/// limit on a reply's size.
+#[derive(Debug, Clone, Copy)]
+struct ReplyCodec {
+    encoding: Option<CompressionEncoding>,
+    max_message_size: usize,
+}
+
+impl ReplyCodec {
+    /// One reply frame, compressed if the call has an encoding and the handler's
+    /// [`MessageCompression`] switch, if it set one, is on.
+    fn encode<M: prost::Message>(
+        &self,
+        message: &M,
+        switch: Option<&MessageCompression>,
+    ) -> Result<bytes::Bytes, Status> {
+        let encoding = self
+            .encoding
+            .filter(|_| switch.is_none_or(MessageCompression::is_enabled));
+        crate::codec::encode_reply(message, encoding, self.max_message_size)
+    }
+}
 
 /// How a call's messages are compressed, each way, as negotiated from its request headers.
 #[derive(Debug, Clone, Copy)]
 struct Encodings {
     request: Option<CompressionEncoding>,
-    response: Option<CompressionEncoding>,
+    reply: ReplyCodec,
 }
 
 impl HandlerConfig {
@@ -112,7 +133,10 @@ impl HandlerConfig {
     fn negotiate(&self, headers: &HeaderMap) -> Result<Encodings, Status> {
         Ok(Encodings {
             request: compression::request_encoding(headers, self.accept_compression.as_slice())?,
-            response: compression::response_encoding(headers, self.send_compression.as_slice()),
+            reply: ReplyCodec {
+                encoding: compression::response_encoding(headers, self.send_compression.as_slice()),
+                max_message_size: self.max_send_message_size,
+            },
         })
     }
 }
@@ -162,13 +186,4 @@ fn reply_headers(metadata: MetadataMap, encoding: Option<CompressionEncoding>) -
         headers.insert(compression::GRPC_ENCODING, encoding.header_value());
     }
     headers
-}
-
-/// Whether the next reply message is compressed: the call has an encoding and the handler's
-/// [`MessageCompression`] switch, if it set one, is on.
-fn message_encoding(
-    encoding: Option<CompressionEncoding>,
-    switch: Option<&MessageCompression>,
-) -> Option<CompressionEncoding> {
-    encoding.filter(|_| switch.is_none_or(MessageCompression::is_enabled))
 }

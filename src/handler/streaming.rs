@@ -14,12 +14,12 @@ use tonic::Status;
 
 use super::unary::{call_with_message, marshal};
 use super::{
-    HandlerConfig, Invoked, RequestHead, ResponseFuture, message_encoding, reply_headers, respond,
+    HandlerConfig, Invoked, ReplyCodec, RequestHead, ResponseFuture, reply_headers, respond,
 };
 use crate::FastFuture;
 use crate::body::{RequestBody, ResponseBody};
-use crate::codec::{self, Streaming};
-use crate::compression::{CompressionEncoding, MessageCompression};
+use crate::codec::Streaming;
+use crate::compression::MessageCompression;
 use crate::metadata::Trailers;
 
 /// Serves a call with one request and a stream of replies.
@@ -97,14 +97,14 @@ where
     let messages = Streaming::new(body, config.max_receive_message_size, encodings.request)
         .with_idle_timeout(config.receive_idle_timeout);
     let request = RequestHead::new(parts).into_request(messages);
-    Ok((config.invoke(method(request)), encodings.response))
+    Ok((config.invoke(method(request)), encodings.reply))
 }
 
 /// The response for a reply stream: headers now, each message encoded as it is polled (and
 /// compressed if the call has an encoding and the handler's switch, if any, is on).
 fn marshal_stream<Resp, S>(
     response: tonic::Response<S>,
-    encoding: Option<CompressionEncoding>,
+    codec: ReplyCodec,
 ) -> http::Response<ResponseBody>
 where
     Resp: Message + 'static,
@@ -112,13 +112,11 @@ where
 {
     let (metadata, messages, mut extensions) = response.into_parts();
     let switch = extensions.get::<MessageCompression>().cloned();
-    let frames = messages.map(move |message| {
-        let encoding = message_encoding(encoding, switch.as_ref());
-        message.and_then(|message| codec::encode_with(&message, encoding))
-    });
+    let frames = messages
+        .map(move |message| message.and_then(|message| codec.encode(&message, switch.as_ref())));
     let trailers = Trailers::take(&mut extensions);
     let mut response = http::Response::new(ResponseBody::streaming(Box::pin(frames), trailers));
-    *response.headers_mut() = reply_headers(metadata, encoding);
+    *response.headers_mut() = reply_headers(metadata, codec.encoding);
     *response.extensions_mut() = extensions;
     response
 }

@@ -11,7 +11,7 @@ use prost::Message;
 use tonic::Status;
 
 use super::{
-    HandlerConfig, Invoked, RequestHead, ResponseFuture, message_encoding, reply_headers, respond,
+    HandlerConfig, Invoked, ReplyCodec, RequestHead, ResponseFuture, reply_headers, respond,
 };
 use crate::FastFuture;
 use crate::body::{RequestBody, ResponseBody};
@@ -62,7 +62,7 @@ where
     let encodings = config.negotiate(&head.headers)?;
     let reply = unmarshal::<Req>(body, config.max_receive_message_size, encodings.request)
         .and_then(move |decoded| config.invoke(method(decoded.into_request(head))));
-    Ok((reply, encodings.response))
+    Ok((reply, encodings.reply))
 }
 
 /// Decodes the request at once when its body is complete. Otherwise reads the rest as a stream
@@ -125,16 +125,13 @@ impl<M: Message + Default> Decoded<M> {
 /// Encodes a reply into the complete HTTP response: headers, one message, trailers.
 pub(super) fn marshal<M: Message>(
     response: tonic::Response<M>,
-    encoding: Option<CompressionEncoding>,
+    codec: ReplyCodec,
 ) -> Result<http::Response<ResponseBody>, Status> {
     let (metadata, message, mut extensions) = response.into_parts();
-    let frame = codec::encode_with(
-        &message,
-        message_encoding(encoding, extensions.get::<MessageCompression>()),
-    )?;
+    let frame = codec.encode(&message, extensions.get::<MessageCompression>())?;
     let trailers = status::ok_trailers(Trailers::take(&mut extensions));
     let mut response = http::Response::new(ResponseBody::unary(frame, trailers));
-    *response.headers_mut() = reply_headers(metadata, encoding);
+    *response.headers_mut() = reply_headers(metadata, codec.encoding);
     *response.extensions_mut() = extensions;
     Ok(response)
 }
