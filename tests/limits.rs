@@ -11,7 +11,7 @@ use support::pb::helloworld::greeter_server::{Greeter, GreeterServer};
 use support::pb::helloworld::{HelloReply, HelloRequest};
 use support::tonic_pb::helloworld as client_pb;
 use support::tonic_pb::helloworld::greeter_client::GreeterClient;
-use support::{TestServer, channel, frame, raw_request};
+use support::{TestServer, channel, frame, grpc_post, h2_client, raw_request};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -65,30 +65,16 @@ const PREFACE: &[u8] =
 #[tokio::test]
 async fn streams_and_header_lists_are_capped_by_default() {
     let server = TestServer::start(Server::builder().add_service(greeter())).await;
-    let tcp = TcpStream::connect(server.addr).await.unwrap();
-    let (client, conn) = h2::client::handshake(tcp).await.unwrap();
-    tokio::spawn(conn);
-    let mut client = client.ready().await.unwrap();
+    let mut client = h2_client(&server, 65_535).await;
     // Settings arrive with the first exchange.
-    let request = http::Request::post(format!(
-        "http://{}/helloworld.Greeter/SayHello",
-        server.addr
-    ))
-    .header("content-type", "application/grpc")
-    .body(())
-    .unwrap();
+    let request = grpc_post(&server, "/helloworld.Greeter/SayHello");
     let (response, _) = client.send_request(request, true).unwrap();
     response.await.unwrap();
     assert_eq!(client.current_max_send_streams(), 1024);
 
     // A 32 KiB header list is refused; the server goes on.
     let huge = "x".repeat(32 * 1024);
-    let tcp = TcpStream::connect(server.addr).await.unwrap();
-    let (client, conn) = h2::client::handshake(tcp).await.unwrap();
-    tokio::spawn(async move {
-        let _ = conn.await;
-    });
-    let mut client = client.ready().await.unwrap();
+    let mut client = h2_client(&server, 65_535).await;
     let request = http::Request::post(format!(
         "http://{}/helloworld.Greeter/SayHello",
         server.addr
@@ -211,13 +197,7 @@ async fn old_connections_get_goaway_and_in_flight_calls_end_within_the_grace() {
     let conn = tokio::spawn(conn);
     // A call that never finishes sending keeps the connection busy past its age.
     let mut client = client.ready().await.unwrap();
-    let request = http::Request::post(format!(
-        "http://{}/helloworld.Greeter/SayHello",
-        server.addr
-    ))
-    .header("content-type", "application/grpc")
-    .body(())
-    .unwrap();
+    let request = grpc_post(&server, "/helloworld.Greeter/SayHello");
     let (_response, mut send) = client.send_request(request, false).unwrap();
     send.send_data(Bytes::from_static(&[0, 0]), false).unwrap();
 
@@ -247,13 +227,7 @@ async fn shutdown_closes_calls_that_outlast_the_drain_grace() {
     });
     // A call whose body never ends would hold a graceful shutdown forever.
     let mut client = client.ready().await.unwrap();
-    let request = http::Request::post(format!(
-        "http://{}/helloworld.Greeter/SayHello",
-        server.addr
-    ))
-    .header("content-type", "application/grpc")
-    .body(())
-    .unwrap();
+    let request = grpc_post(&server, "/helloworld.Greeter/SayHello");
     let (_response, mut send) = client.send_request(request, false).unwrap();
     send.send_data(Bytes::from_static(&[0, 0]), false).unwrap();
     tokio::time::sleep(Duration::from_millis(50)).await;

@@ -11,13 +11,12 @@ use bytes::{Bytes, BytesMut};
 use fastgrpc::{BoxStream, FastFuture, Request, Response, RpcFuture, Server, Status, Streaming};
 use futures_util::StreamExt;
 use prost::Message;
-use support::TestServer;
 use support::pb::grpc_testing::test_service_server::{TestService, TestServiceServer};
 use support::pb::grpc_testing::{
     Payload, StreamingInputCallRequest, StreamingInputCallResponse, StreamingOutputCallRequest,
     StreamingOutputCallResponse,
 };
-use tokio::net::TcpStream;
+use support::{TestServer, grpc_post, h2_client};
 
 /// Observations the handlers make, for the tests to assert on.
 #[derive(Default)]
@@ -119,31 +118,6 @@ async fn probe_server(limit: usize) -> (TestServer, Arc<Seen>) {
     )
 }
 
-/// A raw h2 client with a small window, to control exactly what the server sees.
-async fn h2_client(server: &TestServer, window: u32) -> h2::client::SendRequest<Bytes> {
-    let tcp = TcpStream::connect(server.addr).await.unwrap();
-    let (client, conn) = h2::client::Builder::new()
-        .initial_window_size(window)
-        .handshake(tcp)
-        .await
-        .unwrap();
-    tokio::spawn(async move {
-        let _ = conn.await;
-    });
-    client
-}
-
-fn grpc_post(server: &TestServer, method: &str) -> http::Request<()> {
-    http::Request::post(format!(
-        "http://{}/grpc.testing.TestService/{method}",
-        server.addr
-    ))
-    .header("content-type", "application/grpc")
-    .header("te", "trailers")
-    .body(())
-    .unwrap()
-}
-
 fn input_frames(sizes: &[usize]) -> Bytes {
     let mut buf = BytesMut::new();
     for &size in sizes {
@@ -171,9 +145,12 @@ async fn wait_until(what: &str, condition: impl Fn() -> bool) {
 
 /// Sends `frames` in DATA frames of `chunk` bytes and returns the aggregated size answered.
 async fn aggregate(server: &TestServer, frames: Bytes, chunk: usize) -> (Option<i32>, String) {
-    let mut client = h2_client(server, 1 << 20).await.ready().await.unwrap();
+    let mut client = h2_client(server, 1 << 20).await;
     let (response, mut send) = client
-        .send_request(grpc_post(server, "StreamingInputCall"), false)
+        .send_request(
+            grpc_post(server, "/grpc.testing.TestService/StreamingInputCall"),
+            false,
+        )
         .unwrap();
     // The server may answer (and close the stream) before everything is sent.
     let mut rest = frames;
@@ -239,7 +216,7 @@ async fn request_message_exactly_at_the_limit_passes_and_one_byte_more_fails() {
 async fn a_slow_reader_bounds_what_the_server_produces() {
     let (server, seen) = probe_server(1024).await;
     // 64 KiB window, 16 KiB replies, and a client that reads nothing.
-    let mut client = h2_client(&server, 65_535).await.ready().await.unwrap();
+    let mut client = h2_client(&server, 65_535).await;
     let request = StreamingOutputCallRequest {
         response_parameters: vec![support::pb::grpc_testing::ResponseParameters {
             size: 16 * 1024,
@@ -248,7 +225,10 @@ async fn a_slow_reader_bounds_what_the_server_produces() {
         ..Default::default()
     };
     let (response, mut send) = client
-        .send_request(grpc_post(&server, "StreamingOutputCall"), false)
+        .send_request(
+            grpc_post(&server, "/grpc.testing.TestService/StreamingOutputCall"),
+            false,
+        )
         .unwrap();
     send.send_data(fastgrpc::codec::encode(&request).unwrap(), true)
         .unwrap();
@@ -320,7 +300,7 @@ async fn an_error_mid_stream_ends_the_call_with_its_status_in_trailers() {
 #[tokio::test]
 async fn a_client_reset_drops_the_reply_stream() {
     let (server, seen) = probe_server(1024).await;
-    let mut client = h2_client(&server, 65_535).await.ready().await.unwrap();
+    let mut client = h2_client(&server, 65_535).await;
     let request = StreamingOutputCallRequest {
         response_parameters: vec![support::pb::grpc_testing::ResponseParameters {
             size: 1024,
@@ -329,7 +309,10 @@ async fn a_client_reset_drops_the_reply_stream() {
         ..Default::default()
     };
     let (response, mut send) = client
-        .send_request(grpc_post(&server, "StreamingOutputCall"), false)
+        .send_request(
+            grpc_post(&server, "/grpc.testing.TestService/StreamingOutputCall"),
+            false,
+        )
         .unwrap();
     send.send_data(fastgrpc::codec::encode(&request).unwrap(), true)
         .unwrap();
@@ -346,9 +329,12 @@ async fn a_client_reset_drops_the_reply_stream() {
 #[tokio::test]
 async fn a_client_reset_is_seen_by_a_handler_reading_requests() {
     let (server, seen) = probe_server(1 << 20).await;
-    let mut client = h2_client(&server, 65_535).await.ready().await.unwrap();
+    let mut client = h2_client(&server, 65_535).await;
     let (_response, mut send) = client
-        .send_request(grpc_post(&server, "StreamingInputCall"), false)
+        .send_request(
+            grpc_post(&server, "/grpc.testing.TestService/StreamingInputCall"),
+            false,
+        )
         .unwrap();
     send.send_data(input_frames(&[10]), false).unwrap();
     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -369,9 +355,12 @@ async fn thousands_of_tiny_messages_in_their_own_data_frames_are_served() {
     // gRPC clients send each message in its own DATA frame; h2's default budget for small
     // frames would close the connection (ENHANCE_YOUR_CALM) under such a stream.
     let (server, _) = probe_server(1024).await;
-    let mut client = h2_client(&server, 1 << 20).await.ready().await.unwrap();
+    let mut client = h2_client(&server, 1 << 20).await;
     let (response, mut send) = client
-        .send_request(grpc_post(&server, "StreamingInputCall"), false)
+        .send_request(
+            grpc_post(&server, "/grpc.testing.TestService/StreamingInputCall"),
+            false,
+        )
         .unwrap();
     let message = input_frames(&[1]);
     for _ in 0..10_000 {

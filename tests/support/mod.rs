@@ -166,6 +166,29 @@ pub async fn raw_request(
     }
 }
 
+/// An h2 client connection to `server` with the given stream window, its driver spawned.
+pub async fn h2_client(server: &TestServer, window: u32) -> h2::client::SendRequest<Bytes> {
+    let tcp = TcpStream::connect(server.addr).await.unwrap();
+    let (client, conn) = h2::client::Builder::new()
+        .initial_window_size(window)
+        .handshake(tcp)
+        .await
+        .unwrap();
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    client.ready().await.unwrap()
+}
+
+/// The head of a gRPC POST to `path` (`/package.Service/Method`) on `server`.
+pub fn grpc_post(server: &TestServer, path: &str) -> http::Request<()> {
+    http::Request::post(format!("http://{}{path}", server.addr))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .body(())
+        .unwrap()
+}
+
 /// A gRPC POST with the usual headers.
 pub async fn raw_grpc(addr: SocketAddr, path: &str, body: Bytes) -> RawResponse {
     raw_request(
