@@ -157,7 +157,17 @@ async fn run_worker(
         rng ^= rng >> 7;
         rng ^= rng << 17;
         let outcome = match rng % 100 {
-            0..70 => unary(&mut client, if rng % 50 == 0 { 256 * 1024 } else { 64 }).await,
+            0..70 => {
+                unary(
+                    &mut client,
+                    if rng.is_multiple_of(50) {
+                        256 * 1024
+                    } else {
+                        64
+                    },
+                )
+                .await
+            }
             70..75 => failing_unary(&mut client).await,
             75..85 => server_stream(&mut client).await,
             85..90 => ping_pong(&mut client).await,
