@@ -18,9 +18,10 @@ const GRPC_STATUS_OK: HeaderValue = HeaderValue::from_static("0");
 
 /// Headers user metadata may not set: those the gRPC protocol owns, and the connection-specific
 /// ones HTTP/2 forbids (h2 would refuse the whole response, leaving the client no status).
-const RESERVED_HEADERS: [HeaderName; 10] = [
+const RESERVED_HEADERS: [HeaderName; 11] = [
     HeaderName::from_static("te"),
     CONTENT_TYPE,
+    HeaderName::from_static("grpc-encoding"),
     HeaderName::from_static("grpc-message"),
     HeaderName::from_static("grpc-message-type"),
     GRPC_STATUS,
@@ -84,9 +85,14 @@ fn add_status(status: &Status, map: &mut HeaderMap) {
     }
 }
 
-/// At most the first 128 bytes of `text` that came from the client, for an error message.
+/// At most the first 128 bytes of `text` that came from the client, for an error message
+/// (cut at a character boundary: h2 accepts UTF-8 in `:path`).
 pub(crate) fn excerpt(text: &str) -> &str {
-    text.get(..128).unwrap_or(text)
+    let mut end = text.len().min(128);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 /// The trailers of a successful call: `grpc-status: 0` and the handler's trailing `metadata`
