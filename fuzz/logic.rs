@@ -474,13 +474,8 @@ fn route(line: &[u8]) {
     );
     // Only an excerpt of a client's path comes back: 128 bytes at most.
     //
-    // KNOWN ISSUE (found by this target): `status::excerpt` echoes the whole path when byte 128
-    // falls inside a multi-byte character (`str::get(..128)` is `None` there), and h2 accepts
-    // UTF-8 in `:path`. Once `excerpt` cuts at the char boundary before 128, drop the exception:
-    // `corpus/headers/utf8-path` then checks it.
-    let known_issue = !path.is_char_boundary(128) && echoed == path.as_bytes();
     assert!(
-        echoed.len() <= 128 || known_issue,
+        echoed.len() <= 128,
         "{} bytes of the path echoed",
         echoed.len()
     );
@@ -645,14 +640,8 @@ pub fn unary_call(data: &[u8]) {
                 .collect();
             match reply_encoding {
                 Some(encoding) => assert_eq!(announced, [encoding.as_str().as_bytes()]),
-                // KNOWN ISSUE (found by this target): `grpc-encoding` is not among the headers
-                // reply metadata may not set (`status::RESERVED_HEADERS`), so a handler that
-                // echoes or forwards request metadata announces the client's `grpc-encoding`
-                // on an uncompressed reply. Once it is reserved, only `announced.is_empty()`
-                // holds: `corpus/unary_call/echo-grpc-encoding` then checks it.
                 None => assert!(
-                    announced.is_empty()
-                        || (echo_metadata && headers.contains_key(compression::GRPC_ENCODING)),
+                    announced.is_empty(),
                     "grpc-encoding {announced:?} on an uncompressed reply"
                 ),
             }
