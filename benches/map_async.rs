@@ -15,19 +15,19 @@
 
 #[path = "../tests/support/alloc.rs"]
 mod alloc;
+#[path = "../tests/support/futures.rs"]
+mod test_futures;
 
-use std::future::Future;
 use std::hint::black_box;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::Waker;
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use fastgrpc::FastFuture;
 use fastgrpc::stream::MapAsyncExt;
 use futures_util::stream::{self, Stream, StreamExt};
+use test_futures::{CountingWaker, YieldOnce, sum_all};
 
 #[global_allocator]
 static ALLOCATOR: alloc::CountingAllocator = alloc::CountingAllocator;
@@ -35,30 +35,8 @@ static ALLOCATOR: alloc::CountingAllocator = alloc::CountingAllocator;
 const ITEMS: u64 = 1_000;
 const PARALLELISM: usize = 16;
 
-/// Pending on its first poll, after waking itself; ready on the next.
-struct YieldOnce {
-    yielded: bool,
-    value: u64,
-}
-
-impl Future for YieldOnce {
-    type Output = Result<u64, ()>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        if self.yielded {
-            return Poll::Ready(Ok(self.value));
-        }
-        self.yielded = true;
-        cx.waker().wake_by_ref();
-        Poll::Pending
-    }
-}
-
 fn pending(value: u64) -> FastFuture<u64, ()> {
-    FastFuture::boxed(YieldOnce {
-        yielded: false,
-        value,
-    })
+    FastFuture::boxed(YieldOnce::new(value))
 }
 
 #[derive(Clone, Copy)]
@@ -98,32 +76,6 @@ fn with_buffered(input: Input) -> impl Stream<Item = Result<u64, ()>> + Unpin {
     stream::iter(0..ITEMS).map(input.f()).buffered(PARALLELISM)
 }
 
-#[derive(Default)]
-struct CountingWaker(AtomicUsize);
-
-impl Wake for CountingWaker {
-    fn wake(self: Arc<Self>) {
-        self.0.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-/// Drives `stream` to its end, polling again only after a wake-up, and sums its items.
-fn drain<S>(mut stream: S, waker: &Waker, counter: &CountingWaker) -> u64
-where
-    S: Stream<Item = Result<u64, ()>> + Unpin,
-{
-    let mut cx = Context::from_waker(waker);
-    let mut sum = 0;
-    loop {
-        let before = counter.0.load(Ordering::Relaxed);
-        match Pin::new(&mut stream).poll_next(&mut cx) {
-            Poll::Ready(Some(item)) => sum += item.unwrap(),
-            Poll::Ready(None) => return sum,
-            Poll::Pending => assert!(counter.0.load(Ordering::Relaxed) > before, "lost wake-up"),
-        }
-    }
-}
-
 /// Prints the allocations of building a stream with `build` and of draining it.
 fn report<S>(
     name: &str,
@@ -135,7 +87,7 @@ fn report<S>(
     S: Stream<Item = Result<u64, ()>> + Unpin,
 {
     let (stream, building) = alloc::count_allocations(build);
-    let (sum, draining) = alloc::count_allocations(|| drain(stream, waker, counter));
+    let (sum, draining) = alloc::count_allocations(|| sum_all(&mut { stream }, waker, counter));
     assert_eq!(sum, ITEMS * (ITEMS - 1) / 2);
     println!(
         "{name} {}: {:.3} allocations/element ({draining} pulling {ITEMS} items, {building} building)",
@@ -162,10 +114,10 @@ fn bench(c: &mut Criterion) {
         let mut group = c.benchmark_group(input.name());
         group.throughput(Throughput::Elements(ITEMS));
         group.bench_function("map_async", |b| {
-            b.iter(|| black_box(drain(with_map_async(input), &waker, &counter)))
+            b.iter(|| black_box(sum_all(&mut with_map_async(input), &waker, &counter)))
         });
         group.bench_function("buffered", |b| {
-            b.iter(|| black_box(drain(with_buffered(input), &waker, &counter)))
+            b.iter(|| black_box(sum_all(&mut with_buffered(input), &waker, &counter)))
         });
         group.finish();
     }

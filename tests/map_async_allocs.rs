@@ -5,69 +5,23 @@
 
 #[path = "support/alloc.rs"]
 mod alloc;
+#[path = "support/futures.rs"]
+mod test_futures;
 
-use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll, Waker};
 
 use fastgrpc::FastFuture;
 use fastgrpc::stream::MapAsyncExt;
 use futures_util::stream::{self, Stream};
+use test_futures::{CountingWaker, YieldOnce, sum_all};
 
 #[global_allocator]
 static ALLOCATOR: alloc::CountingAllocator = alloc::CountingAllocator;
 
 const ITEMS: u64 = 1000;
 const PARALLELISM: usize = 16;
-
-#[derive(Default)]
-struct CountingWaker(AtomicUsize);
-
-impl Wake for CountingWaker {
-    fn wake(self: Arc<Self>) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-/// Pulls every item, polling again only after a wake-up, and sums the successful ones.
-/// Allocates nothing itself once `waker` exists.
-fn sum_all<S>(stream: &mut S, waker: &Waker, counter: &CountingWaker) -> u64
-where
-    S: Stream<Item = Result<u64, ()>> + Unpin,
-{
-    let mut cx = Context::from_waker(waker);
-    let mut sum = 0;
-    loop {
-        let before = counter.0.load(Ordering::SeqCst);
-        match Pin::new(&mut *stream).poll_next(&mut cx) {
-            Poll::Ready(Some(item)) => sum += item.unwrap(),
-            Poll::Ready(None) => return sum,
-            Poll::Pending => assert!(counter.0.load(Ordering::SeqCst) > before, "lost wake-up"),
-        }
-    }
-}
-
-/// Pending on its first poll, waking itself; then ready. Not zero-sized, so boxing it
-/// allocates (a zero-sized future would make the expected count trivially 0).
-struct YieldOnce {
-    yielded: bool,
-    value: u64,
-}
-
-impl Future for YieldOnce {
-    type Output = Result<u64, ()>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        if self.yielded {
-            return Poll::Ready(Ok(self.value));
-        }
-        self.yielded = true;
-        cx.waker().wake_by_ref();
-        Poll::Pending
-    }
-}
 
 #[test]
 fn all_ready_stream_allocates_nothing_at_all() {
@@ -80,7 +34,7 @@ fn all_ready_stream_allocates_nothing_at_all() {
     assert_eq!(sum, ITEMS * (ITEMS - 1) / 2);
     // Building included: the buffer and wakers are only made when a future has to wait.
     assert_eq!(allocations, 0, "ready results must pass straight through");
-    assert_eq!(counter.0.load(Ordering::SeqCst), 0, "nothing waited");
+    assert_eq!(counter.count(), 0, "nothing waited");
 }
 
 #[test]
@@ -93,10 +47,7 @@ fn buffer_and_wakers_are_built_once_whatever_the_length() {
         alloc::count_allocations(|| {
             let mut mapped = stream::iter(0..items).map_async(PARALLELISM, |n| {
                 if n == 0 {
-                    FastFuture::boxed(YieldOnce {
-                        yielded: false,
-                        value: 0,
-                    })
+                    FastFuture::boxed(YieldOnce::new(0))
                 } else {
                     FastFuture::ok(n)
                 }
@@ -136,10 +87,7 @@ fn pending_results_cost_only_their_own_futures() {
     // Every 4th future is pending once; the ready ones behind it wait in the buffer.
     let mut mapped = stream::iter(0..ITEMS).map_async(PARALLELISM, |n| {
         if n % 4 == 0 {
-            FastFuture::boxed(YieldOnce {
-                yielded: false,
-                value: n,
-            })
+            FastFuture::boxed(YieldOnce::new(n))
         } else {
             FastFuture::ok(n)
         }
@@ -153,8 +101,5 @@ fn pending_results_cost_only_their_own_futures() {
     // behind a pending one nor for waking.
     let buffer_and_wakers = 4 + PARALLELISM as u64;
     assert_eq!(allocations, ITEMS / 4 + buffer_and_wakers);
-    assert!(
-        counter.0.load(Ordering::SeqCst) > 0,
-        "the pending futures woke the stream"
-    );
+    assert!(counter.count() > 0, "the pending futures woke the stream");
 }

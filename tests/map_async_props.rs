@@ -10,9 +10,9 @@ use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use fastgrpc::FastFuture;
@@ -20,47 +20,14 @@ use fastgrpc::stream::MapAsyncExt;
 use futures_util::stream::{self, Stream, StreamExt};
 use proptest::prelude::*;
 
+#[path = "support/futures.rs"]
+mod test_futures;
+
+use test_futures::{CountingWaker, InFlight, Tracked};
+
 /// The expected output for input `n`: an error for a failing kind, `3n` otherwise.
 fn model(n: u32, fails: bool) -> Result<u32, u32> {
     if fails { Err(n) } else { Ok(n * 3) }
-}
-
-/// Futures alive at once (created by `f`, not yet dropped), and the most seen.
-#[derive(Default)]
-struct InFlight {
-    now: AtomicUsize,
-    max: AtomicUsize,
-}
-
-/// Counts itself in `InFlight` from creation to drop.
-struct Tracked<Fut> {
-    inner: Fut,
-    in_flight: Arc<InFlight>,
-}
-
-impl<Fut> Tracked<Fut> {
-    fn new(inner: Fut, in_flight: &Arc<InFlight>) -> Self {
-        let now = in_flight.now.fetch_add(1, Ordering::SeqCst) + 1;
-        in_flight.max.fetch_max(now, Ordering::SeqCst);
-        Tracked {
-            inner,
-            in_flight: Arc::clone(in_flight),
-        }
-    }
-}
-
-impl<Fut> Drop for Tracked<Fut> {
-    fn drop(&mut self) {
-        self.in_flight.now.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-impl<Fut: Future + Unpin> Future for Tracked<Fut> {
-    type Output = Fut::Output;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Fut::Output> {
-        Pin::new(&mut self.inner).poll(cx)
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -122,15 +89,6 @@ impl Future for TestFuture {
                 }
             }
         }
-    }
-}
-
-#[derive(Default)]
-struct CountingWaker(AtomicUsize);
-
-impl Wake for CountingWaker {
-    fn wake(self: Arc<Self>) {
-        self.0.fetch_add(1, Ordering::SeqCst);
     }
 }
 
