@@ -567,12 +567,12 @@ impl Greeter for Rendezvous {
     }
 }
 
-async fn rendezvous_replies(inline: bool) -> Vec<String> {
+async fn rendezvous_replies_spawned() -> Vec<String> {
     let greeter = Rendezvous {
         waiting: Default::default(),
     };
     let server = TestServer::start(
-        Server::builder().add_service(GreeterServer::new(greeter).run_inline(inline)),
+        Server::builder().add_service(GreeterServer::new(greeter).run_inline(false)),
     )
     .await;
     let channel = channel(&server).await;
@@ -593,10 +593,10 @@ async fn rendezvous_replies(inline: bool) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn handlers_that_do_not_run_inline_run_in_parallel_on_one_connection() {
-    // Inline, a blocking handler holds its connection's thread: the second call cannot start
-    // until the first gives up. Spawned, both run at once on worker threads and meet.
-    assert_eq!(rendezvous_replies(true).await, ["alone", "alone"]);
-    assert_eq!(rendezvous_replies(false).await, ["met", "met"]);
+    // Spawned, both calls run at once on worker threads and meet. (Inline, they usually cannot,
+    // but not always: a call whose body arrives after its headers is spawned even then, so the
+    // inline half is not asserted.)
+    assert_eq!(rendezvous_replies_spawned().await, ["met", "met"]);
 }
 
 #[tokio::test]
