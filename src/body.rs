@@ -2,11 +2,13 @@
 //!
 //! A [`RequestBody`] is usually *complete*: the connection driver read every DATA frame of the
 //! stream before calling the service, so the body is one contiguous `Bytes` and a unary call
-//! can decode it at once. Otherwise it carries what has arrived and the h2 stream for the rest.
+//! can decode it at once. Otherwise it carries what has arrived and the h2 stream for the rest,
+//! or, when the service is hosted by another server (tonic), that server's body.
 //!
 //! A [`ResponseBody`] is what a handler produces: at most one encoded message and the
-//! trailers, a stream of encoded messages, or nothing at all for a trailers-only response (the
-//! status is then in the headers). Both types implement [`http_body::Body`] so they fit any tower stack.
+//! trailers, a stream of encoded messages, nothing at all for a trailers-only response (the
+//! status is then in the headers), or any other HTTP body (from a hosted tower service). Both
+//! types implement [`http_body::Body`] so they fit any tower stack.
 
 use std::fmt;
 use std::pin::Pin;
@@ -15,7 +17,7 @@ use std::task::{Context, Poll, ready};
 use bytes::Bytes;
 use futures_util::Stream;
 use http::HeaderMap;
-use http_body::{Frame, SizeHint};
+use http_body::{Body as _, Frame, SizeHint};
 use tonic::Status;
 
 use crate::status;
@@ -24,8 +26,16 @@ use crate::status;
 pub struct RequestBody {
     /// Data already received and not yet handed out.
     received: Option<Bytes>,
-    /// The rest of the stream; `None` once everything has been received.
-    rest: Option<h2::RecvStream>,
+    /// Where the rest comes from; `None` once everything has been received.
+    rest: Option<Rest>,
+}
+
+/// The source of the part of a request body that has not arrived yet.
+enum Rest {
+    /// The HTTP/2 stream, when fastgrpc's own server serves the call.
+    H2(h2::RecvStream),
+    /// Another server's body (a fastgrpc service mounted in tonic, or a test's body).
+    Body(tonic::body::Body),
 }
 
 impl RequestBody {
@@ -46,7 +56,28 @@ impl RequestBody {
     pub(crate) fn streaming(received: Option<Bytes>, rest: h2::RecvStream) -> Self {
         RequestBody {
             received,
-            rest: Some(rest),
+            rest: Some(Rest::H2(rest)),
+        }
+    }
+
+    /// Any HTTP body, read as it arrives (a body that has already ended is complete).
+    ///
+    /// ```
+    /// use fastgrpc::body::RequestBody;
+    /// let body = RequestBody::new(http_body_util::Full::new(bytes::Bytes::from_static(b"\0\0\0\0\0")));
+    /// assert!(body.into_complete().is_err(), "a foreign body is read as a stream");
+    /// ```
+    pub fn new<B>(body: B) -> Self
+    where
+        B: http_body::Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        if body.is_end_stream() {
+            return Self::empty();
+        }
+        RequestBody {
+            received: None,
+            rest: Some(Rest::Body(tonic::body::Body::new(body))),
         }
     }
 
@@ -79,17 +110,16 @@ impl http_body::Body for RequestBody {
         if let Some(data) = self.received.take().filter(|data| !data.is_empty()) {
             return Poll::Ready(Some(Ok(Frame::data(data))));
         }
-        let Some(rest) = self.rest.as_mut() else {
-            return Poll::Ready(None);
+        let frame = match self.rest.as_mut() {
+            None => return Poll::Ready(None),
+            Some(Rest::H2(rest)) => ready!(poll_h2_frame(rest, cx)),
+            Some(Rest::Body(rest)) => ready!(Pin::new(rest).poll_frame(cx)),
         };
-        if let Some(chunk) = ready!(rest.poll_data(cx)) {
-            let chunk = chunk.map_err(stream_error)?;
-            let _ = rest.flow_control().release_capacity(chunk.len());
-            return Poll::Ready(Some(Ok(Frame::data(chunk))));
+        // Data may follow; an error, trailers or the end close the body.
+        if !matches!(&frame, Some(Ok(frame)) if frame.is_data()) {
+            self.rest = None;
         }
-        let trailers = ready!(rest.poll_trailers(cx)).map_err(stream_error)?;
-        self.rest = None;
-        Poll::Ready(trailers.map(|trailers| Ok(Frame::trailers(trailers))))
+        Poll::Ready(frame)
     }
 
     fn is_end_stream(&self) -> bool {
@@ -107,6 +137,20 @@ impl http_body::Body for RequestBody {
             }
         }
     }
+}
+
+/// The next frame of an h2 request stream, giving its flow-control window back as data is taken.
+fn poll_h2_frame(
+    rest: &mut h2::RecvStream,
+    cx: &mut Context<'_>,
+) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+    if let Some(chunk) = ready!(rest.poll_data(cx)) {
+        let chunk = chunk.map_err(stream_error)?;
+        let _ = rest.flow_control().release_capacity(chunk.len());
+        return Poll::Ready(Some(Ok(Frame::data(chunk))));
+    }
+    let trailers = ready!(rest.poll_trailers(cx)).map_err(stream_error)?;
+    Poll::Ready(trailers.map(|trailers| Ok(Frame::trailers(trailers))))
 }
 
 impl From<Bytes> for RequestBody {
@@ -133,7 +177,8 @@ impl fmt::Debug for RequestBody {
 /// Frames of a streaming reply, already encoded: what [`ResponseBody::streaming`] sends.
 pub type FrameStream = Pin<Box<dyn Stream<Item = Result<Bytes, Status>> + Send + 'static>>;
 
-/// The body of a response: one encoded message and trailers, a stream of messages, or nothing.
+/// The body of a response: one encoded message and trailers, a stream of messages, nothing, or
+/// another server's body.
 ///
 /// An empty body (the `Default`) marks a trailers-only response: the status travels in the
 /// response headers and the stream ends with them.
@@ -156,6 +201,8 @@ enum Kind {
         /// Set once the trailers were handed out.
         done: bool,
     },
+    /// Whatever a hosted tower service (a tonic server, say) answered, sent as it is.
+    Body(tonic::body::Body),
 }
 
 /// A response body as the connection driver sends it.
@@ -206,6 +253,27 @@ impl ResponseBody {
         Self::default()
     }
 
+    /// Any HTTP body, sent frame by frame as it yields them; an error it yields ends the call
+    /// with that error's status (see [`tonic::Status::from_error`]).
+    pub fn new<B>(body: B) -> Self
+    where
+        B: http_body::Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let mut body = Some(body);
+        // Our own body passes through unwrapped, so layers that keep its type cost no box.
+        if let Some(own) = (&mut body as &mut dyn std::any::Any).downcast_mut::<Option<Self>>() {
+            return own.take().unwrap_or_default();
+        }
+        let body = body.map(tonic::body::Body::new).unwrap_or_default();
+        if body.is_end_stream() {
+            return Self::empty();
+        }
+        ResponseBody {
+            kind: Kind::Body(body),
+        }
+    }
+
     /// How the body is to be sent: all at once, or streamed.
     pub(crate) fn into_outgoing(self) -> Outgoing {
         match self.kind {
@@ -248,6 +316,7 @@ impl http_body::Body for ResponseBody {
                 *done = true;
                 Poll::Ready(Some(Ok(Frame::trailers(end))))
             }
+            Kind::Body(body) => Pin::new(body).poll_frame(cx),
         }
     }
 
@@ -255,6 +324,7 @@ impl http_body::Body for ResponseBody {
         match &self.kind {
             Kind::Unary { message, trailers } => message.is_none() && trailers.is_none(),
             Kind::Streaming { done, .. } => *done,
+            Kind::Body(body) => body.is_end_stream(),
         }
     }
 
@@ -264,6 +334,7 @@ impl http_body::Body for ResponseBody {
                 SizeHint::with_exact(message.as_ref().map_or(0, |m| m.len() as u64))
             }
             Kind::Streaming { .. } => SizeHint::new(),
+            Kind::Body(body) => body.size_hint(),
         }
     }
 }
@@ -280,6 +351,7 @@ impl fmt::Debug for ResponseBody {
                 .debug_struct("ResponseBody::Streaming")
                 .field("done", done)
                 .finish_non_exhaustive(),
+            Kind::Body(body) => f.debug_tuple("ResponseBody::Body").field(body).finish(),
         }
     }
 }
