@@ -183,7 +183,7 @@ fn serve_stream(
         Err(status) => return send(status::response(&status), respond, None),
     };
     let request = http::Request::from_parts(parts, take_received(recv, cx));
-    let response = panic::catch_unwind(AssertUnwindSafe(|| shared.router.call(request)))
+    let response = panic::catch_unwind(AssertUnwindSafe(|| shared.service.call(request)))
         .unwrap_or_else(|panic| ResponseFuture::ok(panic_response(panic)));
     match response.into_ready() {
         Ok(Ok(response)) => send(response, respond, deadline),
@@ -364,17 +364,13 @@ async fn pump_frames(stream: &mut SendStream<Bytes>, body: ResponseBody) {
                     return log_send_error(stream.send_trailers(trailers));
                 }
             },
-            // `ResponseBody` ends every stream with trailers and never fails: unreachable, but
-            // a client must still get a status if that ever changes.
-            Ok(end) => {
-                debug_assert!(false, "a reply stream ended without trailers");
-                let status = match end {
-                    Some(Err(status)) => status,
-                    _ => Status::internal("the reply stream ended without a status"),
-                };
+            // Only a hosted service's body can fail or end without trailers (fastgrpc's own
+            // end with a status): a failure still reaches the client as a status.
+            Ok(Some(Err(status))) => {
                 let trailers = status::trailers(&status, http::HeaderMap::new());
                 return log_send_error(stream.send_trailers(trailers));
             }
+            Ok(None) => return log_send_error(stream.send_data(Bytes::new(), true)),
         };
         if sent.is_err() {
             return log_send_error(sent);

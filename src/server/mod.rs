@@ -12,9 +12,19 @@
 
 mod config;
 mod conn;
+mod for_tonic;
+mod hosted;
+mod intercept;
+mod layers;
 mod router;
 mod service;
 
+pub use self::for_tonic::ForTonic;
+pub use self::hosted::BoxError;
+pub use self::intercept::{
+    AsyncInterceptor, CalledMethod, Intercepted, Interceptor, async_interceptor,
+};
+pub use self::layers::HttpService;
 pub use self::service::{FastService, NamedService};
 
 use std::fmt;
@@ -24,12 +34,19 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use tower_layer::Layer;
+use tower_service::Service;
+
+use crate::body::RequestBody;
 
 use self::config::{ConnectionConfig, Keepalive};
+use self::hosted::Hosted;
+use self::layers::{Dispatch, Layers};
 use self::router::Router;
 
 /// Entry point: `Server::builder()` starts configuring a server.
@@ -47,6 +64,8 @@ impl Server {
 #[derive(Debug, Default)]
 pub struct Builder {
     router: Router,
+    /// Layers around the whole router, outermost first.
+    layers: Layers,
     connection: ConnectionConfig,
     default_timeout: Option<Duration>,
     max_connections: Option<usize>,
@@ -55,7 +74,8 @@ pub struct Builder {
 /// What every connection of a server shares.
 #[derive(Debug)]
 struct Shared {
-    router: Router,
+    /// The router, behind the server-wide layers if there are any.
+    service: Dispatch,
     connection: ConnectionConfig,
     /// Deadline of calls whose client sets none (or a later one).
     default_timeout: Option<Duration>,
@@ -69,6 +89,96 @@ impl Builder {
         S: FastService + NamedService,
     {
         self.router.add(S::NAME, Box::new(service));
+        self
+    }
+
+    /// Hosts a tower service under its [`NamedService::NAME`]: a tonic-generated server,
+    /// `tonic-health`'s or `tonic-reflection`'s, or any `Service` over HTTP requests.
+    ///
+    /// Each call clones the service and drives it as tower does (`poll_ready`, then `call`);
+    /// a call it answers at once is still sent inline.
+    ///
+    /// ```no_run
+    /// # async fn run() -> std::io::Result<()> {
+    /// let (reporter, health) = tonic_health::server::health_reporter();
+    /// reporter.set_service_status("", tonic_health::ServingStatus::Serving).await;
+    /// fastgrpc::Server::builder()
+    ///     .add_tower_service(health)
+    ///     .serve("127.0.0.1:50051".parse().unwrap())
+    ///     .await
+    /// # }
+    /// ```
+    pub fn add_tower_service<S, B>(self, service: S) -> Self
+    where
+        S: Service<http::Request<RequestBody>, Response = http::Response<B>>
+            + NamedService
+            + Clone
+            + Send
+            + 'static,
+        S::Future: Send + 'static,
+        S::Error: Into<BoxError>,
+        B: http_body::Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<BoxError>,
+    {
+        self.add_layered_service(service, tower_layer::Identity::new())
+    }
+
+    /// Hosts `service` wrapped in `layer` (tower middleware for this service only: a timeout,
+    /// a concurrency limit, tonic's interceptors...), under the service's
+    /// [`NamedService::NAME`]. The service may be a fastgrpc-generated server or a tower one.
+    ///
+    /// ```no_run
+    /// # use std::time::Duration;
+    /// # async fn run<S>(greeter: S) -> std::io::Result<()>
+    /// # where S: fastgrpc::server::NamedService + Clone + Send + 'static
+    /// #     + tower::Service<http::Request<fastgrpc::body::RequestBody>,
+    /// #         Response = http::Response<fastgrpc::body::ResponseBody>, Error = std::convert::Infallible>,
+    /// #     S::Future: Send + 'static,
+    /// # {
+    /// let limits = tower::ServiceBuilder::new()
+    ///     .concurrency_limit(64)
+    ///     .timeout(Duration::from_secs(2));
+    /// fastgrpc::Server::builder()
+    ///     .add_layered_service(greeter, limits)
+    ///     .serve("127.0.0.1:50051".parse().unwrap())
+    ///     .await
+    /// # }
+    /// ```
+    pub fn add_layered_service<S, L, B>(mut self, service: S, layer: L) -> Self
+    where
+        S: NamedService,
+        L: Layer<S>,
+        L::Service: Service<http::Request<RequestBody>, Response = http::Response<B>>
+            + Clone
+            + Send
+            + 'static,
+        <L::Service as Service<http::Request<RequestBody>>>::Future: Send + 'static,
+        <L::Service as Service<http::Request<RequestBody>>>::Error: Into<BoxError>,
+        B: http_body::Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<BoxError>,
+    {
+        self.router
+            .add(S::NAME, Box::new(Hosted::new(layer.layer(service))));
+        self
+    }
+
+    /// Wraps every call, whichever service it is for (unknown ones too), in `layer`: tower
+    /// middleware such as tower-http's `TraceLayer`, a global concurrency limit or load
+    /// shedding. The first layer added is the outermost. Without any, calls reach the router
+    /// directly and cost nothing extra; with some, each call costs a boxed future.
+    pub fn layer<L, B>(mut self, layer: L) -> Self
+    where
+        L: Layer<layers::HttpService> + Send + 'static,
+        L::Service: Service<http::Request<RequestBody>, Response = http::Response<B>>
+            + Clone
+            + Send
+            + 'static,
+        <L::Service as Service<http::Request<RequestBody>>>::Future: Send + 'static,
+        <L::Service as Service<http::Request<RequestBody>>>::Error: Into<BoxError>,
+        B: http_body::Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<BoxError>,
+    {
+        self.layers.push(layer);
         self
     }
 
@@ -178,7 +288,7 @@ impl Builder {
         F: Future<Output = ()>,
     {
         let shared = Arc::new(Shared {
-            router: self.router,
+            service: self.layers.wrap(self.router),
             connection: self.connection,
             default_timeout: self.default_timeout,
         });

@@ -1,0 +1,104 @@
+//! Hosting tower services: tonic-generated servers, tonic-health, tonic-reflection, layered
+//! stacks. Each is driven the tower way (`poll_ready`, then `call`, on a clone of the service)
+//! behind the [`FastService`] interface, so such a call that completes at once is still answered
+//! inline.
+
+use std::convert::Infallible;
+use std::sync::Mutex;
+
+use bytes::Bytes;
+use tonic::Status;
+use tower::ServiceExt;
+use tower_service::Service;
+
+use super::service::FastService;
+use crate::FastFuture;
+use crate::body::{RequestBody, ResponseBody};
+use crate::handler::ResponseFuture;
+use crate::status;
+
+/// Errors of tower services and bodies, as tower passes them around.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A tower service served as a [`FastService`].
+pub(crate) struct Hosted<S> {
+    /// The service every call clones. tower services need `&mut self` and are often not
+    /// `Sync` (tower's concurrency limit is not), so the original sits behind a lock that is
+    /// held only to clone it.
+    service: Mutex<S>,
+}
+
+impl<S> Hosted<S> {
+    pub(crate) fn new(service: S) -> Self {
+        Hosted {
+            service: Mutex::new(service),
+        }
+    }
+}
+
+impl<S, B> FastService for Hosted<S>
+where
+    S: Service<http::Request<RequestBody>, Response = http::Response<B>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<BoxError>,
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    fn call(&self, request: http::Request<RequestBody>) -> ResponseFuture {
+        // A panic while the lock was held (in a user's `clone`) leaves the service intact.
+        let service = self
+            .service
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone();
+        FastFuture::from_future(async move {
+            Ok::<_, Infallible>(match service.oneshot(request).await {
+                Ok(response) => response.map(ResponseBody::new),
+                Err(error) => status::response(&error_status(error.into())),
+            })
+        })
+    }
+}
+
+/// The status a call ends with when a tower service (or one of its layers) fails.
+///
+/// A `Status` is kept as it is; tower's timeout becomes `DEADLINE_EXCEEDED` and its load
+/// shedding `RESOURCE_EXHAUSTED` (tonic's choice, kept for compatibility); anything else is
+/// looked for in the error's sources, or else is `UNKNOWN`, as tonic does.
+pub(crate) fn error_status(error: BoxError) -> Status {
+    if error.is::<tower::timeout::error::Elapsed>() {
+        return Status::deadline_exceeded("the call timed out in the server");
+    }
+    if error.is::<tower::load_shed::error::Overloaded>() {
+        return Status::resource_exhausted("the server is overloaded; retry later");
+    }
+    Status::from_error(error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tonic::Code;
+
+    #[test]
+    fn errors_map_to_statuses() {
+        let cases: [(BoxError, Code); 4] = [
+            (
+                Box::new(Status::permission_denied("no")),
+                Code::PermissionDenied,
+            ),
+            (
+                Box::new(tower::timeout::error::Elapsed::new()),
+                Code::DeadlineExceeded,
+            ),
+            (
+                Box::new(tower::load_shed::error::Overloaded::new()),
+                Code::ResourceExhausted,
+            ),
+            ("something broke".into(), Code::Unknown),
+        ];
+        for (error, code) in cases {
+            assert_eq!(error_status(error).code(), code);
+        }
+    }
+}
