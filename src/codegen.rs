@@ -17,7 +17,7 @@ pub use crate::handler::{
     HandlerConfig, ResponseFuture, client_streaming, server_streaming, streaming, unary,
     unimplemented_method,
 };
-pub use crate::server::{FastService, NamedService};
+pub use crate::server::{FastService, Intercepted, Interceptor, NamedService};
 pub use crate::{FastFuture, RpcFuture};
 pub use futures_util::Stream;
 pub use tonic::{Request, Response, Status};

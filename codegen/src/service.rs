@@ -95,6 +95,12 @@ fn server_module(
                     Self { inner: service, config: HandlerConfig::default() }
                 }
 
+                /// Hosts `service` behind `interceptor`, which sees each call's metadata and
+                /// method first and may refuse it with a status.
+                pub fn with_interceptor<I: Interceptor>(service: T, interceptor: I) -> Intercepted<Self, I> {
+                    Intercepted::new(Self::new(service), interceptor)
+                }
+
                 /// Limits the size of a decoded request message (default 4 MiB); larger
                 /// requests get `RESOURCE_EXHAUSTED`.
                 pub fn max_decoding_message_size(mut self, limit: usize) -> Self {
