@@ -1,11 +1,20 @@
 //! The greeter from the README: `cargo run --release --example greeter_server`.
 //!
 //! Options: `--addr HOST:PORT` (default 127.0.0.1:50051), `--workers N` (tokio worker threads,
-//! default: one per core). Ctrl-C stops it gracefully: calls in flight are finished first.
+//! default: one per core). Ctrl-C or SIGTERM stops it gracefully: it stops accepting, sends
+//! GOAWAY, and finishes the calls in flight first.
+//!
+//! For running behind a load balancer (`docs/DEPLOYMENT.md`): `--max-connection-age SECS` sends
+//! GOAWAY on each connection once it is that old, so clients reconnect and spread over the
+//! replicas; `--drain-grace SECS` bounds how long calls may go on after a GOAWAY (for age or
+//! shutdown) before their connection is closed.
 //!
 //! For benchmarks: `--work-us N` makes every call compute for N microseconds first (a
 //! CPU-heavy handler), and `--no-inline` starts calls in spawned tasks instead of inline on
 //! the connection's thread (`run_inline(false)`).
+
+use std::future::Future;
+use std::time::Duration;
 
 use fastgrpc::{FastFuture, Request, Response, RpcFuture, Server, Status};
 
@@ -46,11 +55,40 @@ fn busy_for(duration: std::time::Duration) {
     }
 }
 
+/// Completes on Ctrl-C or, on Unix, SIGTERM (what Kubernetes and `docker stop` send), with the
+/// signal's name. The SIGTERM handler is installed here, before serving starts.
+#[cfg(unix)]
+fn shutdown_signal() -> std::io::Result<impl Future<Output = &'static str>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut terminate = signal(SignalKind::terminate())?;
+    Ok(async move {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => "Ctrl-C",
+            _ = terminate.recv() => "SIGTERM",
+        }
+    })
+}
+
+#[cfg(not(unix))]
+fn shutdown_signal() -> std::io::Result<impl Future<Output = &'static str>> {
+    Ok(async {
+        let _ = tokio::signal::ctrl_c().await;
+        "Ctrl-C"
+    })
+}
+
+/// Parses a duration in seconds (fractions allowed).
+fn seconds(value: &str) -> Result<Duration, Box<dyn std::error::Error>> {
+    Ok(Duration::try_from_secs_f64(value.parse()?)?)
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut addr = "127.0.0.1:50051".parse()?;
     let mut workers = None;
     let mut work = std::time::Duration::ZERO;
     let mut inline = true;
+    let mut max_connection_age = None;
+    let mut drain_grace = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or(format!("{arg} needs a value"));
@@ -59,9 +97,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--workers" => workers = Some(value()?.parse::<usize>()?),
             "--work-us" => work = std::time::Duration::from_micros(value()?.parse()?),
             "--no-inline" => inline = false,
+            "--max-connection-age" => max_connection_age = Some(seconds(&value()?)?),
+            "--drain-grace" => drain_grace = Some(seconds(&value()?)?),
             "-h" | "--help" => {
                 println!(
-                    "usage: greeter_server [--addr HOST:PORT] [--workers N] [--work-us N] [--no-inline]"
+                    "usage: greeter_server [--addr HOST:PORT] [--workers N] [--work-us N] [--no-inline] \
+                     [--max-connection-age SECS] [--drain-grace SECS]"
                 );
                 return Ok(());
             }
@@ -74,14 +115,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         runtime.worker_threads(workers);
     }
     runtime.enable_all().build()?.block_on(async move {
+        let shutdown = shutdown_signal()?;
+        let mut server = Server::builder();
+        if let Some(age) = max_connection_age {
+            server = server.max_connection_age(age);
+        }
+        if let Some(grace) = drain_grace {
+            server = server.drain_grace(grace);
+        }
         println!("greeter listening on {addr}");
-        Server::builder()
+        server
             .add_service(GreeterServer::new(MyGreeter { work }).run_inline(inline))
             .serve_with_shutdown(addr, async {
-                let _ = tokio::signal::ctrl_c().await;
-                println!("shutting down: finishing calls in flight");
+                let signal = shutdown.await;
+                println!("{signal}: shutting down, finishing calls in flight");
             })
             .await
     })?;
+    println!("stopped");
     Ok(())
 }
