@@ -43,6 +43,7 @@ pub fn configure() -> Builder {
         spawned_methods: Vec::new(),
         runtime_path: "::fastgrpc".to_owned(),
         emit_rerun_if_changed: true,
+        file_descriptor_set_path: None,
     }
 }
 
@@ -80,6 +81,7 @@ pub struct Builder {
     spawned_methods: Vec<String>,
     runtime_path: String,
     emit_rerun_if_changed: bool,
+    file_descriptor_set_path: Option<PathBuf>,
 }
 
 impl Builder {
@@ -151,6 +153,14 @@ impl Builder {
         self
     }
 
+    /// Also writes the compiled protos, as an encoded `FileDescriptorSet` (imports included),
+    /// to `path`: what a reflection service serves, e.g. `tonic-reflection`'s
+    /// `register_encoded_file_descriptor_set(include_bytes!(..))`.
+    pub fn file_descriptor_set_path(mut self, path: impl Into<PathBuf>) -> Self {
+        self.file_descriptor_set_path = Some(path.into());
+        self
+    }
+
     /// Compiles `protos`, looking up imports in `includes`.
     pub fn compile_protos(
         self,
@@ -170,6 +180,9 @@ impl Builder {
 
     /// Generates code from an already-parsed descriptor set.
     pub fn compile_fds(mut self, fds: FileDescriptorSet) -> io::Result<()> {
+        if let Some(path) = &self.file_descriptor_set_path {
+            std::fs::write(path, prost::Message::encode_to_vec(&fds))?;
+        }
         if self.build_server {
             let runtime = syn::parse_str::<syn::Path>(&self.runtime_path).map_err(|error| {
                 io::Error::new(
@@ -195,6 +208,7 @@ impl fmt::Debug for Builder {
             .field("spawned_methods", &self.spawned_methods)
             .field("runtime_path", &self.runtime_path)
             .field("emit_rerun_if_changed", &self.emit_rerun_if_changed)
+            .field("file_descriptor_set_path", &self.file_descriptor_set_path)
             .finish()
     }
 }
