@@ -7,7 +7,13 @@
 //! For running behind a load balancer (`docs/DEPLOYMENT.md`): `--max-connection-age SECS` sends
 //! GOAWAY on each connection once it is that old, so clients reconnect and spread over the
 //! replicas; `--drain-grace SECS` bounds how long calls may go on after a GOAWAY (for age or
-//! shutdown) before their connection is closed.
+//! shutdown) before their connection is closed; `--shutdown-delay SECS` keeps serving that long
+//! after the signal, with health NOT_SERVING, so balancers and readiness probes stop sending
+//! new calls before the server stops accepting them.
+//!
+//! Beside the greeter it hosts tonic's standard services, unchanged: `grpc.health.v1.Health`
+//! (`""` and `helloworld.Greeter` are SERVING) for probes and load balancers, and server
+//! reflection (v1 and v1alpha) for tools such as `grpcurl list`.
 //!
 //! For benchmarks: `--work-us N` makes every call compute for N microseconds first (a
 //! CPU-heavy handler), and `--no-inline` starts calls in spawned tasks instead of inline on
@@ -17,10 +23,14 @@ use std::future::Future;
 use std::time::Duration;
 
 use fastgrpc::{FastFuture, Request, Response, RpcFuture, Server, Status};
+use tonic_health::ServingStatus;
 
 pub mod helloworld {
     include!(concat!(env!("OUT_DIR"), "/helloworld.rs"));
 }
+
+/// Every proto this crate compiles, encoded, for the reflection service (see `build.rs`).
+const DESCRIPTORS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/descriptors.bin"));
 
 use helloworld::greeter_server::{Greeter, GreeterServer};
 use helloworld::{HelloReply, HelloRequest};
@@ -89,6 +99,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut inline = true;
     let mut max_connection_age = None;
     let mut drain_grace = None;
+    let mut shutdown_delay = Duration::ZERO;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or(format!("{arg} needs a value"));
@@ -99,16 +110,41 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--no-inline" => inline = false,
             "--max-connection-age" => max_connection_age = Some(seconds(&value()?)?),
             "--drain-grace" => drain_grace = Some(seconds(&value()?)?),
+            "--shutdown-delay" => shutdown_delay = seconds(&value()?)?,
             "-h" | "--help" => {
                 println!(
                     "usage: greeter_server [--addr HOST:PORT] [--workers N] [--work-us N] [--no-inline] \
-                     [--max-connection-age SECS] [--drain-grace SECS]"
+                     [--max-connection-age SECS] [--drain-grace SECS] [--shutdown-delay SECS]"
                 );
                 return Ok(());
             }
             other => return Err(format!("unknown argument {other}").into()),
         }
     }
+
+    // Both reflection versions describe every service this server hosts (and no other proto
+    // `descriptors.bin` holds).
+    let reflection = || {
+        let mut builder = tonic_reflection::server::Builder::configure()
+            .include_reflection_service(false)
+            .register_encoded_file_descriptor_set(DESCRIPTORS)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(
+                tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET,
+            );
+        for service in [
+            "helloworld.Greeter",
+            "grpc.health.v1.Health",
+            "grpc.reflection.v1.ServerReflection",
+            "grpc.reflection.v1alpha.ServerReflection",
+        ] {
+            builder = builder.with_service_name(service);
+        }
+        builder
+    };
+    let reflection_v1 = reflection().build_v1()?;
+    let reflection_v1alpha = reflection().build_v1alpha()?;
 
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     if let Some(workers) = workers {
@@ -123,11 +159,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if let Some(grace) = drain_grace {
             server = server.drain_grace(grace);
         }
+        let (health, health_service) = tonic_health::server::health_reporter();
+        health.set_serving::<GreeterServer<MyGreeter>>().await;
         println!("greeter listening on {addr}");
         server
             .add_service(GreeterServer::new(MyGreeter { work }).run_inline(inline))
+            .add_tower_service(health_service)
+            .add_tower_service(reflection_v1)
+            .add_tower_service(reflection_v1alpha)
             .serve_with_shutdown(addr, async {
                 let signal = shutdown.await;
+                // Fail readiness first and keep serving while load balancers notice.
+                health.set_not_serving::<GreeterServer<MyGreeter>>().await;
+                health
+                    .set_service_status("", ServingStatus::NotServing)
+                    .await;
+                if !shutdown_delay.is_zero() {
+                    println!("{signal}: NOT_SERVING; still serving for {shutdown_delay:?}");
+                    tokio::time::sleep(shutdown_delay).await;
+                }
                 println!("{signal}: shutting down, finishing calls in flight");
             })
             .await
