@@ -65,6 +65,28 @@ impl FastGreeter for FastHello {
     }
 }
 
+/// `TonicHello` ported to fastgrpc: the body is the same; only the `#[tonic::async_trait]`
+/// attribute and the trait's path changed (what docs/MIGRATING_FROM_TONIC.md shows).
+struct PortedHello;
+
+impl FastGreeter for PortedHello {
+    async fn say_hello(
+        &self,
+        request: tonic::Request<fast_hello::HelloRequest>,
+    ) -> Result<tonic::Response<fast_hello::HelloReply>, Status> {
+        let name = request.into_inner().name;
+        if name.is_empty() {
+            return Err(Status::invalid_argument("name is empty"));
+        }
+        tokio::task::yield_now().await;
+        let mut reply = tonic::Response::new(fast_hello::HelloReply {
+            message: format!("Hello {name} from tonic!"),
+        });
+        reply.metadata_mut().insert("served-by", "tonic".parse().unwrap());
+        Ok(reply)
+    }
+}
+
 /// A fastgrpc service: `EmptyCall` answers at once, `FullDuplexCall` echoes each request's
 /// first response size as a payload of that many bytes; the rest is left UNIMPLEMENTED.
 struct FastTests;
@@ -235,4 +257,33 @@ async fn fastgrpc_services_are_mounted_in_tonic() {
         .unwrap_err();
     assert_eq!(unimplemented.code(), Code::Unimplemented);
     let _ = stop.send(());
+}
+
+#[tokio::test]
+async fn a_tonic_service_ported_to_fastgrpc_answers_the_same() {
+    let tonic_server = TestServer::start(
+        Server::builder().add_tower_service(GreeterServer::new(TonicHello)),
+    )
+    .await;
+    let ported_server =
+        TestServer::start(Server::builder().add_service(FastGreeterServer::new(PortedHello)))
+            .await;
+    for name in ["Ferris", ""] {
+        let mut answers = Vec::new();
+        for server in [&tonic_server, &ported_server] {
+            let mut client = GreeterClient::new(channel(server).await);
+            let answer = client
+                .say_hello(HelloRequest { name: name.into() })
+                .await
+                .map(|reply| {
+                    let served_by = reply.metadata().get("served-by").cloned();
+                    (reply.into_inner().message, served_by)
+                })
+                .map_err(|status| (status.code(), status.message().to_owned()));
+            answers.push(answer);
+        }
+        assert_eq!(answers[0], answers[1], "{name:?}");
+    }
+    tonic_server.stop().await;
+    ported_server.stop().await;
 }
