@@ -24,6 +24,14 @@ struct Seen {
     produced: AtomicUsize,
     reply_stream_dropped: AtomicBool,
     request_stream_error: std::sync::Mutex<Option<tonic::Code>>,
+    /// Tasks alive when the handler was called, then when each reply was produced.
+    alive_tasks: std::sync::Mutex<Vec<usize>>,
+}
+
+fn alive_tasks() -> usize {
+    tokio::runtime::Handle::current()
+        .metrics()
+        .num_alive_tasks()
 }
 
 struct Probe(Arc<Seen>);
@@ -82,6 +90,27 @@ impl TestService for Probe {
                 panic!("the reply stream panicked");
             }
             Ok(StreamingOutputCallResponse::default())
+        });
+        FastFuture::ok(Response::new(replies.boxed()))
+    }
+
+    /// Three replies at once, then one after a short wait; records how many tasks are alive
+    /// at the call and at each reply.
+    fn half_duplex_call(
+        &self,
+        _request: Request<Streaming<StreamingOutputCallRequest>>,
+    ) -> impl RpcFuture<Self::HalfDuplexCallStream> {
+        let seen = self.0.clone();
+        seen.alive_tasks.lock().unwrap().push(alive_tasks());
+        let replies = futures_util::stream::iter(0..4).then(move |n| {
+            let seen = seen.clone();
+            async move {
+                if n == 3 {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                seen.alive_tasks.lock().unwrap().push(alive_tasks());
+                Ok(StreamingOutputCallResponse::default())
+            }
         });
         FastFuture::ok(Response::new(replies.boxed()))
     }
@@ -391,5 +420,28 @@ async fn a_panic_in_a_reply_stream_ends_the_call_with_internal() {
     // The connection goes on.
     let (total, status) = aggregate(&server, input_frames(&[3]), 100).await;
     assert_eq!((total, status.as_str()), (Some(3), "0"));
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn replies_a_stream_has_ready_are_sent_inline_and_the_rest_from_a_task() {
+    let (server, seen) = probe_server(1024).await;
+    let mut client = support::tonic_pb::grpc_testing::test_service_client::TestServiceClient::new(
+        support::channel(&server).await,
+    );
+    let replies: Vec<_> = client
+        .half_duplex_call(tokio_stream::iter(Vec::new()))
+        .await
+        .unwrap()
+        .into_inner()
+        .collect()
+        .await;
+    assert_eq!(replies.len(), 4);
+    assert!(replies.iter().all(Result::is_ok));
+    let alive = seen.alive_tasks.lock().unwrap().clone();
+    // The three ready replies were produced in the connection's own poll, with no new task.
+    // (The last one comes from the task the rest of the stream moved to; other tasks, such as
+    // the client's request pipe, may have ended by then, so its count is not compared.)
+    assert_eq!(alive[1..4], [alive[0]; 3], "tasks alive: {alive:?}");
     server.stop().await;
 }

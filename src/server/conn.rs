@@ -11,7 +11,7 @@
 
 use std::future::poll_fn;
 use std::panic::{self, AssertUnwindSafe};
-use std::pin::pin;
+use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -180,13 +180,13 @@ fn serve_stream(
     let (mut parts, recv) = request.into_parts();
     let deadline = match call_deadline(&mut parts, shared.default_timeout) {
         Ok(deadline) => deadline,
-        Err(status) => return send(status::response(&status), respond, None),
+        Err(status) => return send_inline(status::response(&status), respond, None, cx),
     };
     let request = http::Request::from_parts(parts, take_received(recv, cx));
     let response = panic::catch_unwind(AssertUnwindSafe(|| shared.service.call(request)))
         .unwrap_or_else(|panic| ResponseFuture::ok(panic_response(panic)));
     match response.into_ready() {
-        Ok(Ok(response)) => send(response, respond, deadline),
+        Ok(Ok(response)) => send_inline(response, respond, deadline, cx),
         Ok(Err(never)) => match never {},
         Err(pending) => {
             tokio::spawn(finish_pending(pending, respond, deadline));
@@ -240,10 +240,13 @@ async fn finish_pending(
             () = expired(deadline) => Ok(Ok(status::response(&deadline_exceeded()))),
         }
     };
-    match response {
-        Ok(Ok(response)) => send(response, respond, deadline),
+    let (response, deadline) = match response {
+        Ok(Ok(response)) => (response, deadline),
         Ok(Err(never)) => match never {},
-        Err(panic) => send(panic_response(panic), respond, None),
+        Err(panic) => (panic_response(panic), None),
+    };
+    if let Some((stream, body)) = send_head(response, respond) {
+        pump(stream, body, deadline).await;
     }
 }
 
@@ -275,13 +278,59 @@ fn take_received(mut recv: RecvStream, cx: &mut Context<'_>) -> RequestBody {
     }
 }
 
-/// Sends a response: a unary one is queued whole at once (h2 buffers what flow control does
-/// not yet allow, bounded by the message size); a streaming one is pumped by its own task.
-fn send(
+/// Sends a response from the connection's poll: a unary one is queued whole at once (h2
+/// buffers what flow control does not yet allow, bounded by the message size); a streaming one
+/// sends what it has ready now, up to a budget, and is pumped by its own task after that.
+fn send_inline(
+    response: http::Response<ResponseBody>,
+    respond: SendResponse<Bytes>,
+    deadline: Option<Deadline>,
+    cx: &mut Context<'_>,
+) {
+    let Some((mut stream, mut body)) = send_head(response, respond) else {
+        return;
+    };
+    if send_ready_frames(&mut stream, &mut body, cx) == Flow::Continue {
+        tokio::spawn(pump(stream, body, deadline));
+    }
+}
+
+/// How much of a streaming body is sent inline, without waiting for the client's window: a
+/// reply that completes within it (a unary reply behind a tower layer, a short stream) needs no
+/// task of its own, and a slow reader still makes the server buffer at most this much.
+const INLINE_FRAMES: usize = 16;
+const INLINE_BYTES: usize = 64 * 1024;
+
+/// Sends the frames `body` yields at once, within the inline budget.
+fn send_ready_frames(
+    stream: &mut SendStream<Bytes>,
+    body: &mut ResponseBody,
+    cx: &mut Context<'_>,
+) -> Flow {
+    let mut sent = 0;
+    for _ in 0..INLINE_FRAMES {
+        if sent >= INLINE_BYTES {
+            break;
+        }
+        let Poll::Ready(frame) = poll_body(body, cx) else {
+            break;
+        };
+        if let Ok(Some(Ok(frame))) = &frame {
+            sent += frame.data_ref().map_or(0, Bytes::len);
+        }
+        if send_frame(stream, frame) == Flow::Done {
+            return Flow::Done;
+        }
+    }
+    Flow::Continue
+}
+
+/// Sends the head of `response`, and the whole of a unary one; gives back a streaming body
+/// still to be sent.
+fn send_head(
     response: http::Response<ResponseBody>,
     mut respond: SendResponse<Bytes>,
-    deadline: Option<Deadline>,
-) {
+) -> Option<(SendStream<Bytes>, ResponseBody)> {
     let (parts, body) = response.into_parts();
     let head = http::Response::from_parts(parts, ());
     let result = match body.into_outgoing() {
@@ -291,11 +340,13 @@ fn send(
                 .send_response(head, ends_with_headers)
                 .and_then(|mut stream| send_unary_body(&mut stream, message, trailers))
         }
-        Outgoing::Streaming(body) => respond.send_response(head, false).map(|stream| {
-            tokio::spawn(pump(stream, body, deadline));
-        }),
+        Outgoing::Streaming(body) => match respond.send_response(head, false) {
+            Ok(stream) => return Some((stream, body)),
+            Err(error) => Err(error),
+        },
     };
     log_send_error(result);
+    None
 }
 
 fn send_unary_body(
@@ -327,8 +378,7 @@ async fn pump(mut stream: SendStream<Bytes>, body: ResponseBody, deadline: Optio
 /// Sends a streaming body frame by frame. The next message is produced only once the peer's
 /// flow-control window has room, so a slow reader holds the server to one buffered message.
 /// A reset from the client drops the body, and with it the handler's stream.
-async fn pump_frames(stream: &mut SendStream<Bytes>, body: ResponseBody) {
-    let mut body = pin!(body);
+async fn pump_frames(stream: &mut SendStream<Bytes>, mut body: ResponseBody) {
     loop {
         if poll_fn(|cx| poll_window(stream, cx)).await.is_err() {
             tracing::debug!("the client closed the stream; dropping the reply stream");
@@ -336,52 +386,68 @@ async fn pump_frames(stream: &mut SendStream<Bytes>, body: ResponseBody) {
         }
         let frame = poll_fn(|cx| {
             if let Poll::Ready(reason) = stream.poll_reset(cx) {
-                return Poll::Ready(Err(Stop::Reset(reason)));
-            }
-            // The handler's stream runs here: its panic ends this call only.
-            match panic::catch_unwind(AssertUnwindSafe(|| body.as_mut().poll_frame(cx))) {
-                Ok(frame) => frame.map(Ok),
-                Err(panic) => Poll::Ready(Err(Stop::Panicked(panic))),
-            }
-        })
-        .await;
-        let sent = match frame {
-            Err(Stop::Reset(reason)) => {
                 tracing::debug!(
                     ?reason,
                     "client reset the stream; dropping the reply stream"
                 );
-                return;
+                return Poll::Ready(None);
             }
-            Err(Stop::Panicked(panic)) => {
-                let trailers = status::trailers(&panic_status(panic), http::HeaderMap::new());
-                return log_send_error(stream.send_trailers(trailers));
-            }
-            Ok(Some(Ok(frame))) => match frame.into_data() {
-                Ok(data) => stream.send_data(data, false),
-                Err(frame) => {
-                    let trailers = frame.into_trailers().unwrap_or_default();
-                    return log_send_error(stream.send_trailers(trailers));
-                }
-            },
-            // Only a hosted service's body can fail or end without trailers (fastgrpc's own
-            // end with a status): a failure still reaches the client as a status.
-            Ok(Some(Err(status))) => {
-                let trailers = status::trailers(&status, http::HeaderMap::new());
-                return log_send_error(stream.send_trailers(trailers));
-            }
-            Ok(None) => return log_send_error(stream.send_data(Bytes::new(), true)),
-        };
-        if sent.is_err() {
-            return log_send_error(sent);
+            poll_body(&mut body, cx).map(Some)
+        })
+        .await;
+        let Some(frame) = frame else { return };
+        if send_frame(stream, frame) == Flow::Done {
+            return;
         }
     }
 }
 
-/// Why a reply stream stopped before its end.
-enum Stop {
-    Reset(Result<h2::Reason, h2::Error>),
-    Panicked(Box<dyn std::any::Any + Send>),
+/// A panic caught from a handler's code.
+type Panic = Box<dyn std::any::Any + Send>;
+
+/// A frame of a reply body, or the panic of the handler's stream that was producing it.
+type Polled = Result<Option<Result<http_body::Frame<Bytes>, Status>>, Panic>;
+
+/// Polls the next frame of `body`. The handler's stream runs here: its panic ends this call only.
+fn poll_body(body: &mut ResponseBody, cx: &mut Context<'_>) -> Poll<Polled> {
+    match panic::catch_unwind(AssertUnwindSafe(|| Pin::new(&mut *body).poll_frame(cx))) {
+        Ok(Poll::Pending) => Poll::Pending,
+        Ok(Poll::Ready(frame)) => Poll::Ready(Ok(frame)),
+        Err(panic) => Poll::Ready(Err(panic)),
+    }
+}
+
+/// Whether a reply stream goes on after a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    Continue,
+    Done,
+}
+
+/// Sends one polled frame: data goes on; trailers, an error, a panic or the end finish the
+/// stream (so does a failed send: the client is gone).
+fn send_frame(stream: &mut SendStream<Bytes>, frame: Polled) -> Flow {
+    let ended = match frame {
+        Ok(Some(Ok(frame))) => match frame.into_data() {
+            Ok(data) => match stream.send_data(data, false) {
+                Ok(()) => return Flow::Continue,
+                Err(error) => Err(error),
+            },
+            Err(frame) => stream.send_trailers(frame.into_trailers().unwrap_or_default()),
+        },
+        // Only a hosted service's body can fail or end without trailers (fastgrpc's own end
+        // with a status): a failure still reaches the client as a status.
+        Ok(Some(Err(status))) => {
+            stream.send_trailers(status::trailers(&status, http::HeaderMap::new()))
+        }
+        Ok(None) => stream.send_data(Bytes::new(), true),
+        Err(panic) => stream.send_trailers(status::trailers(
+            &panic_status(panic),
+            http::HeaderMap::new(),
+        )),
+    };
+    log_send_error(ended);
+    Flow::Done
 }
 
 /// Ready once the stream may send at least one byte more than it has buffered.
