@@ -82,7 +82,9 @@ impl FastGreeter for PortedHello {
         let mut reply = tonic::Response::new(fast_hello::HelloReply {
             message: format!("Hello {name} from tonic!"),
         });
-        reply.metadata_mut().insert("served-by", "tonic".parse().unwrap());
+        reply
+            .metadata_mut()
+            .insert("served-by", "tonic".parse().unwrap());
         Ok(reply)
     }
 }
@@ -261,13 +263,11 @@ async fn fastgrpc_services_are_mounted_in_tonic() {
 
 #[tokio::test]
 async fn a_tonic_service_ported_to_fastgrpc_answers_the_same() {
-    let tonic_server = TestServer::start(
-        Server::builder().add_tower_service(GreeterServer::new(TonicHello)),
-    )
-    .await;
-    let ported_server =
-        TestServer::start(Server::builder().add_service(FastGreeterServer::new(PortedHello)))
+    let tonic_server =
+        TestServer::start(Server::builder().add_tower_service(GreeterServer::new(TonicHello)))
             .await;
+    let ported_server =
+        TestServer::start(Server::builder().add_service(FastGreeterServer::new(PortedHello))).await;
     for name in ["Ferris", ""] {
         let mut answers = Vec::new();
         for server in [&tonic_server, &ported_server] {
