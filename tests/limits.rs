@@ -240,3 +240,56 @@ async fn shutdown_closes_calls_that_outlast_the_drain_grace() {
         "stopped within the grace"
     );
 }
+
+#[tokio::test]
+async fn idle_connections_get_goaway_but_not_while_a_call_is_in_progress() {
+    let idle = Duration::from_millis(300);
+    let server = TestServer::start(
+        Server::builder()
+            .max_connection_idle(idle)
+            .add_service(greeter()),
+    )
+    .await;
+    let connect = || async {
+        let tcp = TcpStream::connect(server.addr).await.unwrap();
+        let (client, conn) = h2::client::handshake(tcp).await.unwrap();
+        (client.ready().await.unwrap(), tokio::spawn(conn))
+    };
+
+    // A connection that makes one call, then goes quiet, is closed once `idle` has passed.
+    let (mut quiet, quiet_conn) = connect().await;
+    let request = grpc_post(&server, "/helloworld.Greeter/SayHello");
+    let (response, mut send) = quiet.send_request(request, false).unwrap();
+    send.send_data(frame(&[]), true).unwrap();
+    assert_eq!(response.await.unwrap().status(), http::StatusCode::OK);
+    let quiet_since = Instant::now();
+    tokio::time::timeout(Duration::from_secs(5), quiet_conn)
+        .await
+        .expect("an idle connection is closed")
+        .unwrap()
+        .unwrap();
+    let waited = quiet_since.elapsed();
+    assert!(
+        waited >= idle - Duration::from_millis(50),
+        "closed after {waited:?}"
+    );
+
+    // A call in progress (its body unfinished) keeps its connection open past `idle`...
+    let (mut busy, busy_conn) = connect().await;
+    let request = grpc_post(&server, "/helloworld.Greeter/SayHello");
+    let (response, mut send) = busy.send_request(request, false).unwrap();
+    send.send_data(Bytes::from_static(&[0, 0]), false).unwrap();
+    tokio::time::sleep(idle * 3).await;
+    assert!(!busy_conn.is_finished(), "closed with a call in progress");
+    // ...and once it ends, the connection is idle and closed in turn.
+    send.send_data(Bytes::from_static(&[0, 0, 0]), true)
+        .unwrap();
+    assert_eq!(response.await.unwrap().status(), http::StatusCode::OK);
+    tokio::time::timeout(Duration::from_secs(5), busy_conn)
+        .await
+        .expect("the connection is closed once idle")
+        .unwrap()
+        .unwrap();
+    still_serves(&server).await;
+    server.stop().await;
+}

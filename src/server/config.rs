@@ -19,6 +19,8 @@ pub(crate) struct ConnectionConfig {
     pub(crate) keepalive: Option<Keepalive>,
     /// Send GOAWAY once a connection is this old, so clients reconnect (and balance).
     pub(crate) max_connection_age: Option<Duration>,
+    /// Send GOAWAY once a connection has had no outstanding call for this long.
+    pub(crate) max_connection_idle: Option<Duration>,
     /// How long calls may go on after GOAWAY (age or shutdown) before the connection is closed.
     pub(crate) drain_grace: Option<Duration>,
 }
@@ -53,6 +55,7 @@ impl Default for ConnectionConfig {
             handshake_timeout: Duration::from_secs(10),
             keepalive: None,
             max_connection_age: None,
+            max_connection_idle: None,
             drain_grace: None,
         }
     }

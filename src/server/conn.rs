@@ -27,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 use tonic::Status;
 
 use super::Shared;
+use super::activity::Activity;
 use super::config::Keepalive;
 use crate::body::{Outgoing, RequestBody, ResponseBody};
 use crate::deadline::{self, Deadline};
@@ -43,6 +44,7 @@ pub(crate) async fn serve<IO>(io: IO, shared: Arc<Shared>, shutdown: Cancellatio
 where
     IO: AsyncRead + AsyncWrite + Unpin,
 {
+    let _counted = shared.stats.connection();
     let config = &shared.connection;
     let handshake = config.h2_builder().handshake::<IO, Bytes>(io);
     let mut conn = tokio::select! {
@@ -60,14 +62,20 @@ where
         () = shutdown.cancelled() => return,
     };
     let ping_pong = conn.ping_pong();
+    let activity = Activity::new(shared.stats.clone());
     let mut driver = Driver {
         shared: shared.clone(),
+        activity: Arc::clone(&activity),
         batch: Vec::new(),
     };
     let result = tokio::select! {
         result = poll_fn(|cx| driver.poll(&mut conn, cx)) => result,
         () = shutdown.cancelled() => drain(&mut conn, &mut driver).await,
         () = sleep_for(shared.connection.max_connection_age) => drain(&mut conn, &mut driver).await,
+        () = activity.idle_for(shared.connection.max_connection_idle) => {
+            tracing::debug!("connection idle for too long; closing it");
+            drain(&mut conn, &mut driver).await
+        }
         () = unanswered_ping(ping_pong, shared.connection.keepalive) => {
             tracing::debug!("keepalive ping unanswered; closing the connection");
             Ok(())
@@ -131,6 +139,8 @@ type Stream = (http::Request<RecvStream>, SendResponse<Bytes>);
 
 struct Driver {
     shared: Arc<Shared>,
+    /// This connection's outstanding calls; spawns the tasks that finish calls.
+    activity: Arc<Activity>,
     /// Streams accepted in this round; kept between polls so its buffer is allocated once.
     batch: Vec<Stream>,
 }
@@ -160,8 +170,11 @@ impl Driver {
             if self.batch.is_empty() {
                 return Poll::Pending;
             }
+            if self.shared.connection.max_connection_idle.is_some() {
+                self.activity.touch();
+            }
             for (request, respond) in self.batch.drain(..) {
-                serve_stream(&self.shared, request, respond, cx);
+                serve_stream(&self.shared, &self.activity, request, respond, cx);
             }
         }
         // Streams keep arriving: yield to other tasks, and come back at once.
@@ -173,6 +186,7 @@ impl Driver {
 /// Answers one stream: inline if its response is ready, from a spawned task otherwise.
 fn serve_stream(
     shared: &Shared,
+    activity: &Arc<Activity>,
     request: http::Request<RecvStream>,
     respond: SendResponse<Bytes>,
     cx: &mut Context<'_>,
@@ -180,17 +194,17 @@ fn serve_stream(
     let (mut parts, recv) = request.into_parts();
     let deadline = match call_deadline(&mut parts, shared.default_timeout) {
         Ok(deadline) => deadline,
-        Err(status) => return send_inline(status::response(&status), respond, None, cx),
+        Err(status) => {
+            return send_inline(status::response(&status), respond, None, activity, cx);
+        }
     };
     let request = http::Request::from_parts(parts, take_received(recv, cx));
     let response = panic::catch_unwind(AssertUnwindSafe(|| shared.service.call(request)))
         .unwrap_or_else(|panic| ResponseFuture::ok(panic_response(panic)));
     match response.into_ready() {
-        Ok(Ok(response)) => send_inline(response, respond, deadline, cx),
+        Ok(Ok(response)) => send_inline(response, respond, deadline, activity, cx),
         Ok(Err(never)) => match never {},
-        Err(pending) => {
-            tokio::spawn(finish_pending(pending, respond, deadline));
-        }
+        Err(pending) => activity.spawn(finish_pending(pending, respond, deadline)),
     }
 }
 
@@ -285,13 +299,14 @@ fn send_inline(
     response: http::Response<ResponseBody>,
     respond: SendResponse<Bytes>,
     deadline: Option<Deadline>,
+    activity: &Arc<Activity>,
     cx: &mut Context<'_>,
 ) {
     let Some((mut stream, mut body)) = send_head(response, respond) else {
         return;
     };
     if send_ready_frames(&mut stream, &mut body, cx) == Flow::Continue {
-        tokio::spawn(pump(stream, body, deadline));
+        activity.spawn(pump(stream, body, deadline));
     }
 }
 

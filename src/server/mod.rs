@@ -10,6 +10,7 @@
 //! # }
 //! ```
 
+mod activity;
 mod config;
 mod conn;
 mod for_tonic;
@@ -19,6 +20,7 @@ mod layers;
 mod router;
 mod service;
 
+pub use self::activity::ServerStats;
 pub use self::for_tonic::ForTonic;
 pub use self::hosted::BoxError;
 pub use self::intercept::{
@@ -69,6 +71,7 @@ pub struct Builder {
     connection: ConnectionConfig,
     default_timeout: Option<Duration>,
     max_connections: Option<usize>,
+    stats: ServerStats,
 }
 
 /// What every connection of a server shares.
@@ -79,6 +82,7 @@ struct Shared {
     connection: ConnectionConfig,
     /// Deadline of calls whose client sets none (or a later one).
     default_timeout: Option<Duration>,
+    stats: ServerStats,
 }
 
 impl Builder {
@@ -251,7 +255,27 @@ impl Builder {
         self
     }
 
-    /// After GOAWAY (for age or shutdown), how long calls in flight may go on before their
+    /// Sends GOAWAY on a connection that has had no call in progress for `idle`, so clients
+    /// that went quiet give their connection's resources back (default: idle connections stay
+    /// open; see also [`http2_keepalive`](Self::http2_keepalive) for peers that vanished).
+    pub fn max_connection_idle(mut self, idle: Duration) -> Self {
+        self.connection.max_connection_idle = Some(idle);
+        self
+    }
+
+    /// A handle on the counts of what the server holds (connections, tasks finishing calls),
+    /// valid before, while and after it serves.
+    ///
+    /// ```
+    /// let builder = fastgrpc::Server::builder();
+    /// let stats = builder.stats();
+    /// assert_eq!((stats.connections(), stats.call_tasks()), (0, 0));
+    /// ```
+    pub fn stats(&self) -> ServerStats {
+        self.stats.clone()
+    }
+
+    /// After GOAWAY (for age, idleness or shutdown), how long calls in flight may go on before their
     /// connection is closed (default: as long as they take).
     pub fn drain_grace(mut self, grace: Duration) -> Self {
         self.connection.drain_grace = Some(grace);
@@ -291,6 +315,7 @@ impl Builder {
             service: self.layers.wrap(self.router),
             connection: self.connection,
             default_timeout: self.default_timeout,
+            stats: self.stats,
         });
         let shutdown = CancellationToken::new();
         let connections = TaskTracker::new();
