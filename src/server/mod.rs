@@ -18,6 +18,7 @@ mod hosted;
 mod intercept;
 mod layers;
 mod router;
+mod routes;
 mod service;
 
 pub use self::activity::ServerStats;
@@ -27,6 +28,7 @@ pub use self::intercept::{
     AsyncInterceptor, CalledMethod, Intercepted, Interceptor, async_interceptor,
 };
 pub use self::layers::HttpService;
+pub use self::routes::Routes;
 pub use self::service::{FastService, NamedService};
 
 use std::fmt;
@@ -287,6 +289,11 @@ impl Builder {
     pub fn data_frame_budget(mut self, bytes: usize) -> Self {
         self.connection.data_frame_budget = bytes;
         self
+    }
+
+    /// The hosted services, layers and routing as one in-process service (see [`Routes`]).
+    pub fn into_routes(self) -> Routes {
+        Routes::new(self.layers.wrap(self.router))
     }
 
     /// Binds `addr` and serves until the process ends.
