@@ -216,8 +216,10 @@ fn decompress(encoding: CompressionEncoding, compressed: &[u8], limit: usize) {
 // streaming_decode: [selector, limit, body...]
 //   selector bits 0-1: the request's grpc-encoding
 //   selector bit 2: the message type (String, Tree)
+//   selector bits 3-7: the body arrives whole (0), or in chunks of 1 to 31 bytes
 
-/// A request stream through `Streaming`, checked against decoding each frame on its own.
+/// A request stream through `Streaming`, checked against decoding each frame on its own; the
+/// body arrives whole or split into chunks anywhere (inside headers, inside messages).
 pub fn streaming_decode(data: &[u8]) {
     let [selector, limit_selector, body @ ..] = data else {
         return;
@@ -225,19 +227,55 @@ pub fn streaming_decode(data: &[u8]) {
     let limit = limit(*limit_selector);
     let encoding = encoding(selector & 3);
     let body = Bytes::copy_from_slice(body);
+    let chunk = usize::from(selector >> 3);
     if selector & 4 == 0 {
-        stream_as::<String>(&body, limit, encoding);
+        stream_as::<String>(&body, chunk, limit, encoding);
     } else {
-        stream_as::<Tree>(&body, limit, encoding);
+        stream_as::<Tree>(&body, chunk, limit, encoding);
+    }
+}
+
+/// A request body that arrives in chunks of `chunk` bytes (the last one shorter).
+struct Chunked {
+    rest: Bytes,
+    chunk: usize,
+}
+
+impl Body for Chunked {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        if self.rest.is_empty() {
+            return Poll::Ready(None);
+        }
+        let take = self.chunk.min(self.rest.len());
+        let piece = self.rest.split_to(take);
+        Poll::Ready(Some(Ok(http_body::Frame::data(piece))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.rest.is_empty()
     }
 }
 
 fn stream_as<M: Message + Default + PartialEq + std::fmt::Debug>(
     body: &Bytes,
+    chunk: usize,
     limit: usize,
     encoding: Option<CompressionEncoding>,
 ) {
-    let mut stream = Streaming::<M>::new(RequestBody::complete(body.clone()), limit, encoding);
+    let request_body = match chunk {
+        0 => RequestBody::complete(body.clone()),
+        chunk => RequestBody::new(Chunked {
+            rest: body.clone(),
+            chunk,
+        }),
+    };
+    let mut stream = Streaming::<M>::new(request_body, limit, encoding);
     let mut rest: &[u8] = body;
     loop {
         let item = ready(stream.message(), "Streaming::message");
@@ -300,7 +338,7 @@ pub fn headers(data: &[u8]) {
 
     let mut headers = HeaderMap::new();
     for (i, line) in lines.split(|&b| b == b'\n').enumerate() {
-        route(line);
+        unknown_method(line);
         let Ok(value) = HeaderValue::from_bytes(line) else {
             continue;
         };
@@ -452,7 +490,7 @@ fn request_encoding(headers: &HeaderMap, enabled: &[CompressionEncoding]) {
 }
 
 /// The answer to a path no service has, for any path the `http` crate (and so h2) accepts.
-fn route(line: &[u8]) {
+fn unknown_method(line: &[u8]) {
     let Ok(path_and_query) = http::uri::PathAndQuery::try_from(line) else {
         return;
     };
@@ -495,6 +533,78 @@ fn percent_decode(text: &[u8]) -> Vec<u8> {
         }
     }
     out
+}
+
+// ---------------------------------------------------------------------------------------------
+// route: [method, "\n", path, "\n", content-type]
+//   each line as the request's method, `:path` and content-type (a line that is not a valid
+//   one of those: POST, `/fuzz.Echo/Unary`, no content-type)
+
+/// Routing through a server's [`Routes`](fastgrpc::server::Routes) that hosts one service,
+/// `fuzz.Echo`, checked against an independent reading of the method, path and content-type.
+pub fn route(data: &[u8]) {
+    let mut lines = data.splitn(3, |&b| b == b'\n');
+    let method =
+        http::Method::from_bytes(lines.next().unwrap_or_default()).unwrap_or(http::Method::POST);
+    let path = http::uri::PathAndQuery::try_from(lines.next().unwrap_or_default())
+        .unwrap_or_else(|_| http::uri::PathAndQuery::from_static("/fuzz.Echo/Unary"));
+    let content_type = HeaderValue::from_bytes(lines.next().unwrap_or_default()).ok();
+
+    let mut request = http::Request::builder()
+        .method(method.clone())
+        .uri(path.clone());
+    if let Some(content_type) = &content_type {
+        request = request.header(http::header::CONTENT_TYPE, content_type.clone());
+    }
+    let request = request.body(RequestBody::empty()).expect("valid parts");
+    let routes = fastgrpc::Server::builder().add_service(Echo).into_routes();
+    let response = ready(
+        fastgrpc::server::FastService::call(&routes, request),
+        "routing",
+    )
+    .expect("infallible");
+
+    // The reference reading.
+    let is_grpc = content_type.as_ref().is_some_and(|value| {
+        let value = value.as_bytes();
+        value.starts_with(b"application/grpc") && matches!(value.get(16), None | Some(b'+' | b';'))
+    });
+    let service = path.path().strip_prefix('/').and_then(|rest| {
+        let slash = rest.find('/')?;
+        let (service, method) = (&rest[..slash], &rest[slash + 1..]);
+        (!service.is_empty() && !method.is_empty() && !method.contains('/')).then_some(service)
+    });
+    let routed = response.headers().get("x-routed-to");
+    if method != http::Method::POST {
+        assert_eq!(response.status(), http::StatusCode::METHOD_NOT_ALLOWED);
+    } else if !is_grpc {
+        assert_eq!(response.status(), http::StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    } else if service == Some("fuzz.Echo") {
+        assert_eq!(
+            routed.map(HeaderValue::as_bytes),
+            Some(path.path().as_bytes())
+        );
+    } else {
+        assert!(routed.is_none(), "{path} was routed");
+        assert_eq!(response.status(), http::StatusCode::OK);
+        assert_eq!(response.headers()["grpc-status"], "12", "{path}");
+    }
+}
+
+/// The one service `route` hosts: answers OK, naming the path it was called for.
+struct Echo;
+
+impl fastgrpc::server::NamedService for Echo {
+    const NAME: &'static str = "fuzz.Echo";
+}
+
+impl fastgrpc::server::FastService for Echo {
+    fn call(&self, request: http::Request<RequestBody>) -> fastgrpc::handler::ResponseFuture {
+        let mut response = fastgrpc::status::response(&Status::ok(""));
+        let path = HeaderValue::from_str(request.uri().path()).expect("a path is a valid value");
+        response.headers_mut().insert("x-routed-to", path);
+        fastgrpc::FastFuture::ok(response)
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

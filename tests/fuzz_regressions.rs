@@ -45,3 +45,8 @@ fn headers() {
 fn unary_call() {
     replay("unary_call", logic::unary_call);
 }
+
+#[test]
+fn route() {
+    replay("route", logic::route);
+}
