@@ -1,4 +1,5 @@
 #![doc = include_str!("../docs/CRATE.md")]
+#![warn(missing_docs)]
 
 pub mod body;
 pub mod codec;

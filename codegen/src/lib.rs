@@ -18,6 +18,8 @@
 //! }
 //! ```
 
+#![warn(missing_docs)]
+
 mod service;
 
 use std::fmt;
