@@ -20,3 +20,8 @@ pub use crate::future::{FastFuture, RpcFuture};
 pub use crate::handler::BoxStream;
 pub use crate::server::Server;
 pub use tonic::{Code, Request, Response, Status};
+
+/// The guide: each kind of RPC, and what a handler sees and controls (`docs/GUIDE.md`; its
+/// examples run as doc tests).
+#[doc = include_str!("../docs/GUIDE.md")]
+pub mod guide {}
