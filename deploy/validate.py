@@ -4,11 +4,16 @@ that keep a rollout graceful still hold across files.
 
     python deploy/validate.py [DEPLOY_DIR]
 
-Run through deploy/validate.sh, which provides PyYAML. Exits 1 and lists what is wrong when a
-check fails. The checks, by file:
+Run through deploy/validate.sh, which installs the dependencies (deploy/requirements.txt).
+Exits 1 and lists what is wrong when a check fails. The checks, by file:
 
 - every *.yaml / *.yml (all documents) and *.json parses; Kubernetes objects have apiVersion,
   kind and metadata.name, and no two share a kind and name;
+- schemas: every Kubernetes object validates strictly (no unknown fields) against the API of
+  the oldest Kubernetes version the files are meant for and the newest one kubernetes-validate
+  knows; envoy/envoy.yaml loads as an Envoy Bootstrap message (envoy-data-plane: field names,
+  enum values and the types inside typed_config are checked against Envoy's API) and uses no
+  field that API marks deprecated;
 - kubernetes/: the greeter Deployment runs several replicas; its container has a port named
   grpc; readiness and liveness are native gRPC probes (no other handler) on that port's
   number, readiness for helloworld.Greeter and liveness for the whole server (empty name);
@@ -29,12 +34,17 @@ check fails. The checks, by file:
 
 from __future__ import annotations
 
+import functools
+import importlib
 import json
 import pathlib
+import pkgutil
 import re
 import sys
+import warnings
 from typing import Any
 
+import kubernetes_validate
 import yaml
 
 DEPLOYMENT = "greeter"
@@ -49,6 +59,9 @@ HTTP_PROTOCOL_OPTIONS = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
 PROBE_HANDLERS = ("exec", "httpGet", "tcpSocket", "grpc")
 # Kubernetes defaults where a field is left out.
 DEFAULT_GRACE_SECONDS = 30
+# The oldest Kubernetes the manifests target: native gRPC probes are GA since 1.27, the preStop
+# sleep action is on by default (beta) since 1.30.
+OLDEST_KUBERNETES = "1.30"
 
 
 Docs = dict[str, list[Any]]
@@ -92,11 +105,15 @@ class Checks:
             self.failures.append(f"{where}: {message}")
         return condition
 
+    def fail(self, where: str, message: str) -> None:
+        self.that(False, where, message)
+
 
 def check(files: Docs, example_source: str) -> Checks:
     """Runs every check over parsed files (as `load` returns them)."""
     c = Checks()
     objects = kubernetes_objects(files, c)
+    check_kubernetes_schemas(objects, c)
     deployment = objects.get(("Deployment", DEPLOYMENT))
     pod: dict[str, Any] = {}
     if c.that(deployment is not None, "kubernetes", f"no Deployment named {DEPLOYMENT}"):
@@ -106,6 +123,7 @@ def check(files: Docs, example_source: str) -> Checks:
         check_services(objects, pod, c)
         check_disruption_budget(objects, pod, c)
     if c.that(ENVOY_CONFIG in files, ENVOY_CONFIG, "missing or does not parse"):
+        check_envoy_schema(files[ENVOY_CONFIG][0], c)
         service_port = pod.get("service_ports", {}).get(HEADLESS_SERVICE)
         listener_ports = check_envoy(files[ENVOY_CONFIG][0], service_port, c)
         check_envoy_deployment(objects, files, listener_ports, c)
@@ -132,6 +150,56 @@ def kubernetes_objects(files: Docs, c: Checks) -> dict[tuple[str, str], tuple[st
             c.that((kind, name) not in objects, rel, f"{kind} {name} defined twice")
             objects[(kind, name)] = (rel, doc)
     return objects
+
+
+def check_kubernetes_schemas(objects: dict, c: Checks) -> None:
+    versions = sorted({OLDEST_KUBERNETES, kubernetes_validate.latest_version()})
+    for (kind, name), (where, obj) in objects.items():
+        for version in versions:
+            try:
+                kubernetes_validate.validate(obj, version, strict=True)
+                c.ok += 1
+            except kubernetes_validate.ValidationError as error:
+                path = ".".join(str(part) for part in error.path)
+                c.fail(
+                    where,
+                    f"{kind} {name} is not valid Kubernetes {version}: {path}: {error.message}",
+                )
+            except (
+                kubernetes_validate.SchemaNotFoundError,
+                kubernetes_validate.utils.VersionNotSupportedError,
+            ) as error:
+                c.fail(where, f"{kind} {name}: {error.message}")
+
+
+def check_envoy_schema(config: Any, c: Checks) -> None:
+    """Loads the config as Envoy's Bootstrap message, which rejects unknown fields and values."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DeprecationWarning)
+        try:
+            envoy_bootstrap().from_dict(config)
+            c.ok += 1
+        except (KeyError, ValueError, TypeError) as error:
+            c.fail(ENVOY_CONFIG, f"is not a valid Envoy bootstrap: {error}")
+    deprecated = sorted({str(w.message) for w in caught if "is deprecated" in str(w.message)})
+    c.that(not deprecated, ENVOY_CONFIG, f"uses fields Envoy's API deprecates: {deprecated}")
+
+
+@functools.cache
+def envoy_bootstrap():
+    """The Bootstrap message class, with every Envoy message registered (typed_config needs the
+    extensions' types)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import envoy_data_plane
+        from envoy_data_plane.envoy.config.bootstrap.v3 import Bootstrap
+
+    with warnings.catch_warnings():
+        # The generated classes trip pydantic's own deprecation notices; they are not ours.
+        warnings.simplefilter("ignore")
+        for module in pkgutil.walk_packages(envoy_data_plane.__path__, "envoy_data_plane."):
+            importlib.import_module(module.name)
+    return Bootstrap
 
 
 def selects(selector: dict | None, labels: dict) -> bool:
@@ -164,7 +232,9 @@ def seconds(value: str | None) -> float | None:
         return None
 
 
-def check_grpc_probe(probe: dict | None, kind: str, port: int, service: str, where: str, c: Checks):
+def check_grpc_probe(
+    probe: dict | None, kind: str, port: int, service: str, where: str, c: Checks
+) -> None:
     if not c.that(isinstance(probe, dict), where, f"no {kind}"):
         return
     handlers = [h for h in PROBE_HANDLERS if h in probe]
@@ -212,7 +282,8 @@ def check_deployment(obj: dict, where: str, example_source: str, c: Checks) -> d
     port = grpc_port.get("containerPort")
     c.that(grpc_port.get("protocol", "TCP") == "TCP", where, "the grpc port is not TCP")
 
-    check_grpc_probe(container.get("readinessProbe"), "readinessProbe", port, READINESS_SERVICE, where, c)
+    readiness = container.get("readinessProbe")
+    check_grpc_probe(readiness, "readinessProbe", port, READINESS_SERVICE, where, c)
     check_grpc_probe(container.get("livenessProbe"), "livenessProbe", port, "", where, c)
     if container.get("startupProbe") is not None:
         check_grpc_probe(container.get("startupProbe"), "startupProbe", port, "", where, c)
@@ -293,7 +364,9 @@ def check_disruption_budget(objects: dict, pod: dict[str, Any], c: Checks) -> No
             continue
         where = f"{where}: PodDisruptionBudget {name}"
         if isinstance(spec.get("minAvailable"), int):
-            c.that(spec["minAvailable"] < pod["replicas"], where, "minAvailable blocks every eviction")
+            c.that(
+                spec["minAvailable"] < pod["replicas"], where, "minAvailable blocks every eviction"
+            )
         if isinstance(spec.get("maxUnavailable"), int):
             c.that(
                 0 < spec["maxUnavailable"] < pod["replicas"],

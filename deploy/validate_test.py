@@ -79,6 +79,38 @@ class ValidateTest(unittest.TestCase):
             _, errors = validate.load(pathlib.Path(tmp))
         self.assertEqual(len(errors), 2, errors)
 
+    def test_misspelled_kubernetes_field(self):
+        def edit(files):
+            probe = greeter_container(files)["readinessProbe"]
+            probe["periodSecond"] = probe.pop("periodSeconds")
+
+        self.assert_caught(edit, "'periodSecond' was unexpected")
+
+    def test_misspelled_envoy_field(self):
+        self.assert_caught(
+            lambda f: envoy_cluster(f).update(ignore_health_on_hostremoval=True),
+            "Unknown field 'ignore_health_on_hostremoval'",
+        )
+
+    def test_misspelled_envoy_field_inside_typed_config(self):
+        def edit(files):
+            listener = envoy_config(files)["static_resources"]["listeners"][0]
+            listener["filter_chains"][0]["filters"][0]["typed_config"]["drain_timeot"] = "5s"
+
+        self.assert_caught(edit, "Unknown field 'drain_timeot'")
+
+    def test_unknown_envoy_enum_value(self):
+        self.assert_caught(
+            lambda f: envoy_cluster(f).update(lb_policy="LEAST_REQUESTS"),
+            "LEAST_REQUESTS",
+        )
+
+    def test_deprecated_envoy_field(self):
+        self.assert_caught(
+            lambda f: envoy_cluster(f).update(dns_refresh_rate="5s"),
+            "deprecates",
+        )
+
     def test_readiness_probe_on_another_port(self):
         self.assert_caught(
             lambda f: greeter_container(f)["readinessProbe"]["grpc"].update(port=8080),
