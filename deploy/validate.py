@@ -18,7 +18,8 @@ Exits 1 and lists what is wrong when a check fails. The checks, by file:
   grpc; readiness and liveness are native gRPC probes (no other handler) on that port's
   number, readiness for helloworld.Greeter and liveness for the whole server (empty name);
   the server listens on all interfaces at that port; --max-connection-age and --drain-grace
-  are set, and terminationGracePeriodSeconds exceeds the preStop sleep plus the drain grace;
+  are set; terminationGracePeriodSeconds exceeds the preStop sleep plus the drain grace, and
+  the liveness probe takes longer than the drain grace to give up;
   every flag in args is one examples/greeter_server.rs parses; a headless Service and any
   other Service select the pods and target the grpc port; a PodDisruptionBudget leaves
   replicas running;
@@ -316,6 +317,14 @@ def check_deployment(obj: dict, where: str, example_source: str, c: Checks) -> d
             where,
             f"terminationGracePeriodSeconds {period} must exceed the preStop sleep ({sleep:g} s) "
             f"plus --drain-grace ({grace:g} s), or the kubelet kills calls still draining",
+        )
+        liveness = container.get("livenessProbe") or {}
+        failing = liveness.get("periodSeconds", 10) * liveness.get("failureThreshold", 3)
+        c.that(
+            failing > grace,
+            where,
+            f"livenessProbe gives up after {failing} s of failures, within the drain grace "
+            f"({grace:g} s) during which a draining server refuses new connections",
         )
     return {"labels": labels, "port": port, "replicas": spec.get("replicas") or 1}
 

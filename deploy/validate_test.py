@@ -150,6 +150,12 @@ class ValidateTest(unittest.TestCase):
             "must exceed",
         )
 
+    def test_liveness_that_gives_up_while_draining(self):
+        self.assert_caught(
+            lambda f: greeter_container(f)["livenessProbe"].update(failureThreshold=1),
+            "livenessProbe gives up after 10 s",
+        )
+
     def test_missing_drain_grace(self):
         self.assert_caught(
             lambda f: set_flag(greeter_container(f), "--drain-grace", None),
