@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Validates the deployment files (deploy/validate.py), then checks that the validator still
-# catches broken edits (deploy/validate_test.py). PyYAML comes from a venv kept in
-# target/deploy-venv, reinstalled only when deploy/requirements.txt changes.
+# catches broken edits (deploy/validate_test.py). Its dependencies (PyYAML and the Kubernetes
+# and Envoy schemas, deploy/requirements.txt) come from PyPI into a venv kept in
+# target/deploy-venv, reinstalled only when the requirements change.
 #
 # Environment: PYTHON, the interpreter that creates the venv (default: python3).
 set -euo pipefail
