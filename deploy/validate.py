@@ -18,8 +18,8 @@ Exits 1 and lists what is wrong when a check fails. The checks, by file:
   grpc; readiness and liveness are native gRPC probes (no other handler) on that port's
   number, readiness for helloworld.Greeter and liveness for the whole server (empty name);
   the server listens on all interfaces at that port; --max-connection-age and --drain-grace
-  are set; terminationGracePeriodSeconds exceeds the preStop sleep plus the drain grace, and
-  the liveness probe takes longer than the drain grace to give up;
+  are set; terminationGracePeriodSeconds exceeds the preStop sleep plus any --shutdown-delay
+  plus the drain grace, and the liveness probe takes longer than delay and grace to give up;
   every flag in args is one examples/greeter_server.rs parses; a headless Service and any
   other Service select the pods and target the grpc port; a PodDisruptionBudget leaves
   replicas running;
@@ -309,22 +309,26 @@ def check_deployment(obj: dict, where: str, example_source: str, c: Checks) -> d
     age = seconds(flags.get("--max-connection-age"))
     c.that(age is not None and age > 0, where, "--max-connection-age SECS is not set")
     grace = seconds(flags.get("--drain-grace"))
+    # --shutdown-delay: after the signal the server keeps serving, health NOT_SERVING, first.
+    delay = seconds(flags.get("--shutdown-delay")) or 0.0
     if c.that(grace is not None and grace > 0, where, "--drain-grace SECS is not set"):
         sleep = prestop_sleep(container)
         period = pod_spec.get("terminationGracePeriodSeconds", DEFAULT_GRACE_SECONDS)
         c.that(
-            period > sleep + grace,
+            period > sleep + delay + grace,
             where,
             f"terminationGracePeriodSeconds {period} must exceed the preStop sleep ({sleep:g} s) "
-            f"plus --drain-grace ({grace:g} s), or the kubelet kills calls still draining",
+            f"plus --shutdown-delay ({delay:g} s) plus --drain-grace ({grace:g} s), or the "
+            "kubelet kills calls still draining",
         )
         liveness = container.get("livenessProbe") or {}
         failing = liveness.get("periodSeconds", 10) * liveness.get("failureThreshold", 3)
         c.that(
-            failing > grace,
+            failing > delay + grace,
             where,
-            f"livenessProbe gives up after {failing} s of failures, within the drain grace "
-            f"({grace:g} s) during which a draining server refuses new connections",
+            f"livenessProbe gives up after {failing} s of failures, within the shutdown delay "
+            f"and drain grace ({delay + grace:g} s) during which the server is NOT_SERVING or "
+            "refuses new connections",
         )
     return {"labels": labels, "port": port, "replicas": spec.get("replicas") or 1}
 

@@ -156,6 +156,12 @@ class ValidateTest(unittest.TestCase):
             "livenessProbe gives up after 10 s",
         )
 
+    def test_shutdown_delay_beyond_the_grace_period(self):
+        self.assert_caught(
+            lambda f: greeter_container(f)["args"].extend(["--shutdown-delay", "10"]),
+            "plus --shutdown-delay (10 s)",
+        )
+
     def test_missing_drain_grace(self):
         self.assert_caught(
             lambda f: set_flag(greeter_container(f), "--drain-grace", None),
