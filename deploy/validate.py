@@ -157,33 +157,47 @@ def check_kubernetes_schemas(objects: dict, c: Checks) -> None:
     versions = sorted({OLDEST_KUBERNETES, kubernetes_validate.latest_version()})
     for (kind, name), (where, obj) in objects.items():
         for version in versions:
-            try:
-                kubernetes_validate.validate(obj, version, strict=True)
-                c.ok += 1
-            except kubernetes_validate.ValidationError as error:
-                path = ".".join(str(part) for part in error.path)
-                c.fail(
-                    where,
-                    f"{kind} {name} is not valid Kubernetes {version}: {path}: {error.message}",
-                )
-            except (
-                kubernetes_validate.SchemaNotFoundError,
-                kubernetes_validate.utils.VersionNotSupportedError,
-            ) as error:
-                c.fail(where, f"{kind} {name}: {error.message}")
+            problem = kubernetes_schema_problem(json.dumps(obj, sort_keys=True), version)
+            c.that(problem is None, where, f"{kind} {name}: {problem}")
+
+
+@functools.cache
+def kubernetes_schema_problem(obj_json: str, version: str) -> str | None:
+    """What is wrong with an object (as JSON) for a Kubernetes version, or None. Cached: the
+    tests check the same unchanged objects many times."""
+    try:
+        kubernetes_validate.validate(json.loads(obj_json), version, strict=True)
+        return None
+    except kubernetes_validate.ValidationError as error:
+        path = ".".join(str(part) for part in error.path)
+        return f"is not valid Kubernetes {version}: {path}: {error.message}"
+    except (
+        kubernetes_validate.SchemaNotFoundError,
+        kubernetes_validate.utils.VersionNotSupportedError,
+    ) as error:
+        return error.message
 
 
 def check_envoy_schema(config: Any, c: Checks) -> None:
     """Loads the config as Envoy's Bootstrap message, which rejects unknown fields and values."""
+    problem, deprecated = envoy_schema_problems(json.dumps(config, sort_keys=True))
+    c.that(problem is None, ENVOY_CONFIG, f"is not a valid Envoy bootstrap: {problem}")
+    c.that(not deprecated, ENVOY_CONFIG, f"uses fields Envoy's API deprecates: {deprecated}")
+
+
+@functools.cache
+def envoy_schema_problems(config_json: str) -> tuple[str | None, list[str]]:
+    """(why the config is not a Bootstrap or None, deprecated fields it uses). Cached like
+    kubernetes_schema_problem."""
+    problem = None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", DeprecationWarning)
         try:
-            envoy_bootstrap().from_dict(config)
-            c.ok += 1
+            envoy_bootstrap().from_dict(json.loads(config_json))
         except (KeyError, ValueError, TypeError) as error:
-            c.fail(ENVOY_CONFIG, f"is not a valid Envoy bootstrap: {error}")
+            problem = str(error)
     deprecated = sorted({str(w.message) for w in caught if "is deprecated" in str(w.message)})
-    c.that(not deprecated, ENVOY_CONFIG, f"uses fields Envoy's API deprecates: {deprecated}")
+    return problem, deprecated
 
 
 @functools.cache
