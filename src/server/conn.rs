@@ -23,12 +23,14 @@ use futures_util::FutureExt;
 use h2::server::{Connection, SendResponse};
 use h2::{RecvStream, SendStream};
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tonic::Status;
 
 use super::Shared;
 use super::activity::Activity;
 use super::config::Keepalive;
+use super::connect_info::ConnectInfo;
 use crate::body::{Outgoing, RequestBody, ResponseBody};
 use crate::deadline::{self, Deadline};
 use crate::handler::ResponseFuture;
@@ -40,15 +42,22 @@ const ROUNDS_PER_POLL: usize = 16;
 /// Serves `io` until the peer closes it, it fails or stops answering keepalive pings, or it is
 /// drained: `shutdown` fires or the connection reaches its maximum age, and then calls in
 /// flight end (or the drain grace runs out).
-pub(crate) async fn serve<IO>(io: IO, shared: Arc<Shared>, shutdown: CancellationToken)
-where
+///
+/// `connect_info`, if the server gives it to handlers, goes into every request's extensions.
+/// The HTTP/2 handshake must be over by `handshake_deadline`.
+pub(crate) async fn serve<IO>(
+    io: IO,
+    connect_info: Option<ConnectInfo>,
+    handshake_deadline: Instant,
+    shared: Arc<Shared>,
+    shutdown: CancellationToken,
+) where
     IO: AsyncRead + AsyncWrite + Unpin,
 {
-    let _counted = shared.stats.connection();
     let config = &shared.connection;
     let handshake = config.h2_builder().handshake::<IO, Bytes>(io);
     let mut conn = tokio::select! {
-        result = tokio::time::timeout(config.handshake_timeout, handshake) => match result {
+        result = tokio::time::timeout_at(handshake_deadline, handshake) => match result {
             Ok(Ok(conn)) => conn,
             Ok(Err(error)) => {
                 tracing::debug!(%error, "HTTP/2 handshake failed");
@@ -66,6 +75,7 @@ where
     let mut driver = Driver {
         shared: shared.clone(),
         activity: Arc::clone(&activity),
+        connect_info,
         batch: Vec::new(),
     };
     let result = tokio::select! {
@@ -141,6 +151,8 @@ struct Driver {
     shared: Arc<Shared>,
     /// This connection's outstanding calls; spawns the tasks that finish calls.
     activity: Arc<Activity>,
+    /// What every request of this connection gets in its extensions, if anything.
+    connect_info: Option<ConnectInfo>,
     /// Streams accepted in this round; kept between polls so its buffer is allocated once.
     batch: Vec<Stream>,
 }
@@ -174,7 +186,14 @@ impl Driver {
                 self.activity.touch();
             }
             for (request, respond) in self.batch.drain(..) {
-                serve_stream(&self.shared, &self.activity, request, respond, cx);
+                serve_stream(
+                    &self.shared,
+                    &self.activity,
+                    self.connect_info.as_ref(),
+                    request,
+                    respond,
+                    cx,
+                );
             }
         }
         // Streams keep arriving: yield to other tasks, and come back at once.
@@ -187,6 +206,7 @@ impl Driver {
 fn serve_stream(
     shared: &Shared,
     activity: &Arc<Activity>,
+    connect_info: Option<&ConnectInfo>,
     request: http::Request<RecvStream>,
     respond: SendResponse<Bytes>,
     cx: &mut Context<'_>,
@@ -198,6 +218,9 @@ fn serve_stream(
             return send_inline(status::response(&status), respond, None, activity, cx);
         }
     };
+    if let Some(info) = connect_info {
+        parts.extensions.insert(info.clone());
+    }
     let request = http::Request::from_parts(parts, take_received(recv, cx));
     let response = panic::catch_unwind(AssertUnwindSafe(|| shared.service.call(request)))
         .unwrap_or_else(|panic| ResponseFuture::ok(panic_response(panic)));

@@ -13,8 +13,10 @@
 mod activity;
 mod config;
 mod conn;
+mod connect_info;
 mod for_tonic;
 mod hosted;
+mod incoming;
 mod intercept;
 mod layers;
 mod router;
@@ -22,6 +24,7 @@ mod routes;
 mod service;
 
 pub use self::activity::ServerStats;
+pub use self::connect_info::{Address, ConnectInfo, Connected};
 pub use self::for_tonic::ForTonic;
 pub use self::hosted::BoxError;
 pub use self::intercept::{
@@ -35,14 +38,12 @@ use std::fmt;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
+use futures_util::Stream;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpListener;
 use tower_layer::Layer;
 use tower_service::Service;
 
@@ -74,6 +75,8 @@ pub struct Builder {
     default_timeout: Option<Duration>,
     max_connections: Option<usize>,
     stats: ServerStats,
+    /// Whether each request gets the [`ConnectInfo`] of its connection.
+    connect_info: bool,
 }
 
 /// What every connection of a server shares.
@@ -85,6 +88,8 @@ struct Shared {
     /// Deadline of calls whose client sets none (or a later one).
     default_timeout: Option<Duration>,
     stats: ServerStats,
+    /// Whether each request gets the [`ConnectInfo`] of its connection.
+    connect_info: bool,
 }
 
 impl Builder {
@@ -296,6 +301,19 @@ impl Builder {
         Routes::new(self.layers.wrap(self.router))
     }
 
+    /// Puts a [`ConnectInfo`] (the peer's and the server's addresses, and over TLS the
+    /// client's certificates) in every request's extensions, where handlers read it with
+    /// [`ConnectInfo::of`] (default: off).
+    ///
+    /// Off by default because every call pays for it: the information is
+    /// gathered once per connection, but `http::Extensions` allocates its map on the first
+    /// insertion, so a ready unary call costs 3 more allocations (1 if it already carries a
+    /// deadline).
+    pub fn connect_info(mut self, enabled: bool) -> Self {
+        self.connect_info = enabled;
+        self
+    }
+
     /// Binds `addr` and serves until the process ends.
     pub async fn serve(self, addr: SocketAddr) -> io::Result<()> {
         self.serve_with_shutdown(addr, std::future::pending()).await
@@ -318,69 +336,104 @@ impl Builder {
     where
         F: Future<Output = ()>,
     {
-        let shared = Arc::new(Shared {
+        let incoming = futures_util::stream::poll_fn(move |cx| {
+            listener.poll_accept(cx).map(|accepted| {
+                Some(accepted.map(|(stream, _peer)| {
+                    // Responses are written whole; delaying them (Nagle) only adds latency.
+                    let _ = stream.set_nodelay(true);
+                    stream
+                }))
+            })
+        });
+        self.serve_with_incoming(incoming, signal).await
+    }
+
+    /// Binds a unix domain socket at `path` and serves connections from it until `signal`
+    /// completes (see [`serve_with_shutdown`](Self::serve_with_shutdown)). The socket file is
+    /// removed when serving ends; binding fails if `path` already exists.
+    ///
+    /// ```no_run
+    /// # async fn run(greeter: impl fastgrpc::server::FastService + fastgrpc::server::NamedService) -> std::io::Result<()> {
+    /// fastgrpc::Server::builder()
+    ///     .add_service(greeter)
+    ///     .serve_with_uds("/run/greeter.sock", async { tokio::signal::ctrl_c().await.ok(); })
+    ///     .await
+    /// # }
+    /// ```
+    #[cfg(unix)]
+    pub async fn serve_with_uds<P, F>(self, path: P, signal: F) -> io::Result<()>
+    where
+        P: AsRef<std::path::Path>,
+        F: Future<Output = ()>,
+    {
+        let path = path.as_ref();
+        let listener = tokio::net::UnixListener::bind(path)?;
+        let served = self.serve_with_unix_listener(listener, signal).await;
+        let _ = std::fs::remove_file(path);
+        served
+    }
+
+    /// Serves connections from a bound unix domain socket `listener` until `signal` completes
+    /// (see [`serve_with_shutdown`](Self::serve_with_shutdown)).
+    #[cfg(unix)]
+    pub async fn serve_with_unix_listener<F>(
+        self,
+        listener: tokio::net::UnixListener,
+        signal: F,
+    ) -> io::Result<()>
+    where
+        F: Future<Output = ()>,
+    {
+        let incoming = futures_util::stream::poll_fn(move |cx| {
+            listener
+                .poll_accept(cx)
+                .map(|accepted| Some(accepted.map(|(stream, _peer)| stream)))
+        });
+        self.serve_with_incoming(incoming, signal).await
+    }
+
+    /// Serves every connection `incoming` yields (any byte stream: a listener of another kind,
+    /// connections accepted elsewhere, in-memory pipes) until `signal` completes or `incoming`
+    /// ends, then shuts down gracefully (see [`serve_with_shutdown`](Self::serve_with_shutdown)).
+    /// An `Err` item is logged and skipped. A connection type of your own implements
+    /// [`Connected`], which tells its addresses (or nothing) to
+    /// [`connect_info`](Self::connect_info).
+    ///
+    /// ```no_run
+    /// # async fn run(greeter: impl fastgrpc::server::FastService + fastgrpc::server::NamedService) -> std::io::Result<()> {
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:50051").await?;
+    /// // Connections accepted elsewhere, sent here over a channel.
+    /// let (connections, incoming) = tokio::sync::mpsc::channel::<tokio::net::TcpStream>(16);
+    /// tokio::spawn(async move {
+    ///     while let Ok((stream, _)) = listener.accept().await {
+    ///         let _ = connections.send(stream).await;
+    ///     }
+    /// });
+    /// let incoming = futures_util::stream::unfold(incoming, |mut rx| async move {
+    ///     rx.recv().await.map(|stream| (Ok::<_, std::io::Error>(stream), rx))
+    /// });
+    /// fastgrpc::Server::builder()
+    ///     .add_service(greeter)
+    ///     .serve_with_incoming(incoming, std::future::pending())
+    ///     .await
+    /// # }
+    /// ```
+    pub async fn serve_with_incoming<I, IO, E, F>(self, incoming: I, signal: F) -> io::Result<()>
+    where
+        I: Stream<Item = Result<IO, E>>,
+        IO: AsyncRead + AsyncWrite + Connected + Send + Unpin + 'static,
+        E: Into<BoxError>,
+        F: Future<Output = ()>,
+    {
+        let shared = Shared {
             service: self.layers.wrap(self.router),
             connection: self.connection,
             default_timeout: self.default_timeout,
             stats: self.stats,
-        });
-        let shutdown = CancellationToken::new();
-        let connections = TaskTracker::new();
-        // One permit per connection being served, when their number is limited.
-        let slots = self
-            .max_connections
-            .map(|max| Arc::new(Semaphore::new(max)));
-        let mut signal = std::pin::pin!(signal);
-        loop {
-            let accepted = tokio::select! {
-                () = &mut signal => break,
-                accepted = accept(&listener, slots.as_ref()) => accepted,
-            };
-            match accepted {
-                Ok((stream, slot)) => {
-                    // Responses are written whole; delaying them (Nagle) only adds latency.
-                    let _ = stream.set_nodelay(true);
-                    let serve = conn::serve(stream, shared.clone(), shutdown.clone());
-                    connections.spawn(async move {
-                        serve.await;
-                        drop(slot);
-                    });
-                }
-                Err(error) => accept_failed(error).await,
-            }
-        }
-        drop(listener);
-        shutdown.cancel();
-        connections.close();
-        connections.wait().await;
+            connect_info: self.connect_info,
+        };
+        incoming::serve(shared, self.max_connections, incoming, signal).await;
         Ok(())
-    }
-}
-
-/// Waits for a free connection slot (if their number is limited), then for a connection.
-async fn accept(
-    listener: &TcpListener,
-    slots: Option<&Arc<Semaphore>>,
-) -> io::Result<(TcpStream, Option<OwnedSemaphorePermit>)> {
-    let slot = match slots {
-        Some(slots) => Some(slots.clone().acquire_owned().await.expect("never closed")),
-        None => None,
-    };
-    let (stream, _peer) = listener.accept().await?;
-    Ok((stream, slot))
-}
-
-/// Accept errors concern one connection or a passing shortage; none stops the server.
-async fn accept_failed(error: io::Error) {
-    match error.kind() {
-        io::ErrorKind::ConnectionAborted
-        | io::ErrorKind::ConnectionReset
-        | io::ErrorKind::ConnectionRefused => {}
-        _ => {
-            // Out of file descriptors or memory: back off instead of spinning on the error.
-            tracing::error!(%error, "accepting a connection failed");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
     }
 }
 

@@ -1,0 +1,183 @@
+//! What a handler can learn about the connection its call arrived on: the local and peer
+//! addresses and, over TLS, the client's certificate chain.
+//!
+//! The information is gathered once per connection (one `Arc`) and, when
+//! [`Builder::connect_info`](super::Builder::connect_info) is on, put into each request's
+//! extensions. That insertion is not free: `http::Extensions` boxes its map on first use, so a
+//! request that carried no extension before pays three allocations (the map, its table, the
+//! boxed value), one that already carried a deadline pays one. Hence off by default.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use tokio::net::TcpStream;
+
+/// Where a connection was made: an IP socket address, or a unix socket address.
+#[derive(Clone)]
+#[non_exhaustive]
+pub enum Address {
+    /// TCP: an IP address and a port.
+    Inet(SocketAddr),
+    /// A unix domain socket; a client's is usually unnamed (no path).
+    #[cfg(unix)]
+    Unix(tokio::net::unix::SocketAddr),
+}
+
+impl Address {
+    /// The IP socket address, if this is one.
+    pub fn as_inet(&self) -> Option<SocketAddr> {
+        match self {
+            Address::Inet(addr) => Some(*addr),
+            #[cfg(unix)]
+            Address::Unix(_) => None,
+        }
+    }
+
+    /// The path of a named unix socket (`None` for an IP address or an unnamed socket).
+    #[cfg(unix)]
+    pub fn as_unix_path(&self) -> Option<&std::path::Path> {
+        match self {
+            Address::Inet(_) => None,
+            Address::Unix(addr) => addr.as_pathname(),
+        }
+    }
+}
+
+impl fmt::Debug for Address {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Address::Inet(addr) => write!(f, "{addr}"),
+            #[cfg(unix)]
+            Address::Unix(addr) => match addr.as_pathname() {
+                Some(path) => write!(f, "unix:{}", path.display()),
+                None => f.write_str("unix:(unnamed)"),
+            },
+        }
+    }
+}
+
+/// The connection a call arrived on, in the request's extensions when
+/// [`Builder::connect_info`](super::Builder::connect_info) is on.
+///
+/// Cloning it is one reference count: every call of a connection shares one.
+///
+/// ```
+/// use fastgrpc::server::ConnectInfo;
+/// use fastgrpc::{Request, Status};
+///
+/// fn caller(request: &Request<()>) -> Result<String, Status> {
+///     let info = ConnectInfo::of(request)
+///         .ok_or_else(|| Status::internal("connect_info is off"))?;
+///     Ok(match info.remote_addr() {
+///         Some(addr) => addr.ip().to_string(),
+///         None => "a local peer".to_owned(),
+///     })
+/// }
+/// ```
+#[derive(Clone)]
+pub struct ConnectInfo {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    local: Option<Address>,
+    remote: Option<Address>,
+}
+
+impl ConnectInfo {
+    /// The addresses of a connection, as a [`Connected`] implementation reports them.
+    pub fn new(local: Option<Address>, remote: Option<Address>) -> Self {
+        ConnectInfo {
+            inner: Arc::new(Inner { local, remote }),
+        }
+    }
+
+    /// The connection information in `request`'s extensions, if the server put it there.
+    pub fn of<T>(request: &tonic::Request<T>) -> Option<&ConnectInfo> {
+        request.extensions().get::<ConnectInfo>()
+    }
+
+    /// The server's end of the connection.
+    pub fn local(&self) -> Option<&Address> {
+        self.inner.local.as_ref()
+    }
+
+    /// The client's end of the connection.
+    pub fn remote(&self) -> Option<&Address> {
+        self.inner.remote.as_ref()
+    }
+
+    /// The server's IP address and port (`None` over a unix socket).
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.local().and_then(Address::as_inet)
+    }
+
+    /// The client's IP address and port (`None` over a unix socket).
+    pub fn remote_addr(&self) -> Option<SocketAddr> {
+        self.remote().and_then(Address::as_inet)
+    }
+}
+
+impl Default for ConnectInfo {
+    /// Nothing known: what a connection that cannot tell its addresses reports.
+    fn default() -> Self {
+        ConnectInfo::new(None, None)
+    }
+}
+
+impl fmt::Debug for ConnectInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConnectInfo")
+            .field("local", &self.inner.local)
+            .field("remote", &self.inner.remote)
+            .finish()
+    }
+}
+
+/// A connection that can tell where it comes from. Every connection a server serves implements
+/// it; the server asks once per connection, and only when
+/// [`Builder::connect_info`](super::Builder::connect_info) is on.
+///
+/// The default method reports nothing, so an I/O type of your own (for
+/// [`Builder::serve_with_incoming`](super::Builder::serve_with_incoming)) needs one line:
+///
+/// ```
+/// # use std::{io, pin::Pin, task::{Context, Poll}};
+/// # use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+/// struct Pipe(tokio::io::DuplexStream);
+/// impl fastgrpc::server::Connected for Pipe {}
+/// # impl AsyncRead for Pipe {
+/// #     fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+/// #         Pin::new(&mut self.0).poll_read(cx, buf)
+/// #     }
+/// # }
+/// ```
+pub trait Connected {
+    /// The addresses (and TLS details) of this connection.
+    fn connect_info(&self) -> ConnectInfo {
+        ConnectInfo::default()
+    }
+}
+
+impl Connected for TcpStream {
+    fn connect_info(&self) -> ConnectInfo {
+        ConnectInfo::new(
+            self.local_addr().ok().map(Address::Inet),
+            self.peer_addr().ok().map(Address::Inet),
+        )
+    }
+}
+
+#[cfg(unix)]
+impl Connected for tokio::net::UnixStream {
+    fn connect_info(&self) -> ConnectInfo {
+        ConnectInfo::new(
+            self.local_addr().ok().map(Address::Unix),
+            self.peer_addr().ok().map(Address::Unix),
+        )
+    }
+}
+
+/// An in-memory connection: no addresses.
+impl Connected for tokio::io::DuplexStream {}
