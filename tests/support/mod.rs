@@ -209,3 +209,62 @@ pub fn frame(message: &[u8]) -> Bytes {
     buf.extend_from_slice(message);
     buf.freeze()
 }
+
+/// A greeter that records the [`fastgrpc::server::ConnectInfo`] each call finds in its
+/// extensions (`None` where there is none) and answers `Hello {name}`.
+#[derive(Clone, Default)]
+pub struct RecordingGreeter {
+    pub seen: std::sync::Arc<std::sync::Mutex<Vec<Option<fastgrpc::server::ConnectInfo>>>>,
+}
+
+impl RecordingGreeter {
+    /// Every connection information recorded so far.
+    pub fn seen(&self) -> Vec<Option<fastgrpc::server::ConnectInfo>> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+impl pb::helloworld::greeter_server::Greeter for RecordingGreeter {
+    fn say_hello(
+        &self,
+        request: fastgrpc::Request<pb::helloworld::HelloRequest>,
+    ) -> impl fastgrpc::RpcFuture<pb::helloworld::HelloReply> {
+        let info = fastgrpc::server::ConnectInfo::of(&request).cloned();
+        self.seen.lock().unwrap().push(info);
+        let name = request.into_inner().name;
+        fastgrpc::FastFuture::ok(fastgrpc::Response::new(pb::helloworld::HelloReply {
+            message: format!("Hello {name}"),
+        }))
+    }
+}
+
+/// A tonic channel whose connections `connect` makes (a socket of the test's own, a unix
+/// socket, an in-memory pipe).
+pub async fn channel_with<F, Fut, IO>(connect: F) -> tonic::transport::Channel
+where
+    F: Fn() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = std::io::Result<IO>> + Send + 'static,
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
+    let connector = tower::service_fn(move |_: http::Uri| {
+        let connecting = connect();
+        async move { connecting.await.map(hyper_util::rt::TokioIo::new) }
+    });
+    tonic::transport::Endpoint::from_static("http://fastgrpc.test")
+        .timeout(Duration::from_secs(10))
+        .connect_with_connector(connector)
+        .await
+        .expect("connect to the test server")
+}
+
+/// Calls `SayHello` with `name` over `channel`; the reply's message.
+pub async fn say_hello(
+    channel: tonic::transport::Channel,
+    name: &str,
+) -> Result<String, tonic::Status> {
+    let mut client = tonic_pb::helloworld::greeter_client::GreeterClient::new(channel);
+    let reply = client
+        .say_hello(tonic_pb::helloworld::HelloRequest { name: name.into() })
+        .await?;
+    Ok(reply.into_inner().message)
+}
