@@ -19,6 +19,10 @@ pub use crate::codec::Streaming;
 pub use crate::future::{FastFuture, RpcFuture};
 pub use crate::handler::BoxStream;
 pub use crate::server::Server;
+/// The rustls the `tls` feature serves with, to build a [`server::TlsConfig`]'s alternative,
+/// a `rustls::ServerConfig` of your own, with the same version.
+#[cfg(feature = "tls")]
+pub use tokio_rustls::rustls;
 pub use tonic::{Code, Request, Response, Status};
 
 /// The guide: each kind of RPC, and what a handler sees and controls (`docs/GUIDE.md`; its

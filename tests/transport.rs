@@ -195,6 +195,10 @@ fn connect_info_reports_what_it_was_given() {
     assert_eq!(info.remote_addr(), None);
     assert_eq!(
         format!("{info:?}"),
-        "ConnectInfo { local: Some(127.0.0.1:50051), remote: None }"
+        if cfg!(feature = "tls") {
+            "ConnectInfo { local: Some(127.0.0.1:50051), remote: None, peer_certs: None }"
+        } else {
+            "ConnectInfo { local: Some(127.0.0.1:50051), remote: None }"
+        }
     );
 }

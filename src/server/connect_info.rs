@@ -83,13 +83,20 @@ pub struct ConnectInfo {
 struct Inner {
     local: Option<Address>,
     remote: Option<Address>,
+    #[cfg(feature = "tls")]
+    peer_certs: Option<Vec<tokio_rustls::rustls::pki_types::CertificateDer<'static>>>,
 }
 
 impl ConnectInfo {
     /// The addresses of a connection, as a [`Connected`] implementation reports them.
     pub fn new(local: Option<Address>, remote: Option<Address>) -> Self {
         ConnectInfo {
-            inner: Arc::new(Inner { local, remote }),
+            inner: Arc::new(Inner {
+                local,
+                remote,
+                #[cfg(feature = "tls")]
+                peer_certs: None,
+            }),
         }
     }
 
@@ -117,6 +124,30 @@ impl ConnectInfo {
     pub fn remote_addr(&self) -> Option<SocketAddr> {
         self.remote().and_then(Address::as_inet)
     }
+
+    /// The certificate chain the client presented over TLS, its own certificate first;
+    /// `None` without TLS or when the client sent none.
+    #[cfg(feature = "tls")]
+    pub fn peer_certs(
+        &self,
+    ) -> Option<&[tokio_rustls::rustls::pki_types::CertificateDer<'static>]> {
+        self.inner.peer_certs.as_deref()
+    }
+
+    /// This connection's addresses with the peer's certificates.
+    #[cfg(feature = "tls")]
+    pub(crate) fn with_peer_certs(
+        &self,
+        certs: Option<Vec<tokio_rustls::rustls::pki_types::CertificateDer<'static>>>,
+    ) -> Self {
+        ConnectInfo {
+            inner: Arc::new(Inner {
+                local: self.inner.local.clone(),
+                remote: self.inner.remote.clone(),
+                peer_certs: certs,
+            }),
+        }
+    }
 }
 
 impl Default for ConnectInfo {
@@ -128,10 +159,16 @@ impl Default for ConnectInfo {
 
 impl fmt::Debug for ConnectInfo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ConnectInfo")
+        let mut debug = f.debug_struct("ConnectInfo");
+        debug
             .field("local", &self.inner.local)
-            .field("remote", &self.inner.remote)
-            .finish()
+            .field("remote", &self.inner.remote);
+        #[cfg(feature = "tls")]
+        debug.field(
+            "peer_certs",
+            &self.inner.peer_certs.as_ref().map(|certs| certs.len()),
+        );
+        debug.finish()
     }
 }
 
@@ -181,3 +218,16 @@ impl Connected for tokio::net::UnixStream {
 
 /// An in-memory connection: no addresses.
 impl Connected for tokio::io::DuplexStream {}
+
+/// A TLS connection: the addresses of the connection under it, and the certificate chain the
+/// client presented.
+#[cfg(feature = "tls")]
+impl<IO: Connected> Connected for tokio_rustls::server::TlsStream<IO> {
+    fn connect_info(&self) -> ConnectInfo {
+        let (io, session) = self.get_ref();
+        let certs = session
+            .peer_certificates()
+            .map(|certs| certs.iter().map(|cert| cert.clone().into_owned()).collect());
+        io.connect_info().with_peer_certs(certs)
+    }
+}

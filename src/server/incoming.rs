@@ -125,7 +125,8 @@ async fn accept_failed(error: BoxError) {
     }
 }
 
-/// One connection's task: the HTTP/2 handshake, within the handshake timeout, then serving.
+/// One connection's task: the TLS handshake if the server has TLS, then HTTP/2. Both
+/// handshakes together must finish within the handshake timeout.
 async fn connection<IO>(io: IO, shared: Arc<Shared>, shutdown: CancellationToken)
 where
     IO: AsyncRead + AsyncWrite + Connected + Send + Unpin + 'static,
@@ -133,6 +134,14 @@ where
     // Counted from accept to close, handshakes included.
     let _counted = shared.stats.connection();
     let handshake_deadline = Instant::now() + shared.connection.handshake_timeout;
+    #[cfg(feature = "tls")]
+    if let Some(acceptor) = &shared.tls {
+        let Some(io) = acceptor.accept(io, handshake_deadline, &shutdown).await else {
+            return;
+        };
+        let info = shared.connect_info.then(|| io.connect_info());
+        return conn::serve(io, info, handshake_deadline, shared, shutdown).await;
+    }
     let info = shared.connect_info.then(|| io.connect_info());
     conn::serve(io, info, handshake_deadline, shared, shutdown).await
 }

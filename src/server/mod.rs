@@ -22,6 +22,8 @@ mod layers;
 mod router;
 mod routes;
 mod service;
+#[cfg(feature = "tls")]
+mod tls;
 
 pub use self::activity::ServerStats;
 pub use self::connect_info::{Address, ConnectInfo, Connected};
@@ -33,6 +35,8 @@ pub use self::intercept::{
 pub use self::layers::HttpService;
 pub use self::routes::Routes;
 pub use self::service::{FastService, NamedService};
+#[cfg(feature = "tls")]
+pub use self::tls::{TlsConfig, TlsError};
 
 use std::fmt;
 use std::future::Future;
@@ -77,6 +81,8 @@ pub struct Builder {
     stats: ServerStats,
     /// Whether each request gets the [`ConnectInfo`] of its connection.
     connect_info: bool,
+    #[cfg(feature = "tls")]
+    tls: Option<tokio_rustls::rustls::ServerConfig>,
 }
 
 /// What every connection of a server shares.
@@ -90,6 +96,8 @@ struct Shared {
     stats: ServerStats,
     /// Whether each request gets the [`ConnectInfo`] of its connection.
     connect_info: bool,
+    #[cfg(feature = "tls")]
+    tls: Option<tls::Acceptor>,
 }
 
 impl Builder {
@@ -314,6 +322,16 @@ impl Builder {
         self
     }
 
+    /// Serves TLS on every connection, with `config` (rustls, as [`TlsConfig`] builds it from
+    /// PEM files or as you build it). If `config` names no ALPN protocols, `h2` is set: gRPC
+    /// clients require it. The handshake runs in each connection's task, within the
+    /// [`handshake_timeout`](Self::handshake_timeout).
+    #[cfg(feature = "tls")]
+    pub fn tls_config(mut self, config: tokio_rustls::rustls::ServerConfig) -> Self {
+        self.tls = Some(tls::with_h2_alpn(config));
+        self
+    }
+
     /// Binds `addr` and serves until the process ends.
     pub async fn serve(self, addr: SocketAddr) -> io::Result<()> {
         self.serve_with_shutdown(addr, std::future::pending()).await
@@ -431,6 +449,8 @@ impl Builder {
             default_timeout: self.default_timeout,
             stats: self.stats,
             connect_info: self.connect_info,
+            #[cfg(feature = "tls")]
+            tls: self.tls.map(tls::Acceptor::new),
         };
         incoming::serve(shared, self.max_connections, incoming, signal).await;
         Ok(())

@@ -1,0 +1,235 @@
+//! TLS (the `tls` feature): tonic's TLS client against a fastgrpc server, with certificates made
+//! here (a CA, a server certificate for `localhost`, a client certificate). Client-certificate
+//! authentication, the peer's chain in `ConnectInfo`, and clients that fail the handshake
+//! (plaintext, certificate-less, silent) without disturbing the others.
+
+mod support;
+
+use std::time::Duration;
+
+use fastgrpc::Server;
+use fastgrpc::server::TlsConfig;
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose,
+};
+use support::pb::helloworld::greeter_server::GreeterServer;
+use support::{RecordingGreeter, TestServer, say_hello};
+use tokio::io::AsyncReadExt;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
+
+/// A CA and the certificates it signed, in PEM (and the client's in DER, to compare).
+struct Pki {
+    ca: String,
+    server_cert: String,
+    server_key: String,
+    client_cert: String,
+    client_key: String,
+    client_der: Vec<u8>,
+}
+
+fn pki() -> Pki {
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "fastgrpc test CA");
+    ca_params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    let ca_key = KeyPair::generate().unwrap();
+    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
+    let ca = Issuer::new(ca_params, ca_key);
+
+    let leaf = |name: &str, usage: ExtendedKeyUsagePurpose| {
+        let mut params = CertificateParams::new(vec![name.to_owned()]).unwrap();
+        params.distinguished_name.push(DnType::CommonName, name);
+        params.extended_key_usages = vec![usage];
+        let key = KeyPair::generate().unwrap();
+        let cert = params.signed_by(&key, &ca).unwrap();
+        (cert, key)
+    };
+    let (server_cert, server_key) = leaf("localhost", ExtendedKeyUsagePurpose::ServerAuth);
+    let (client_cert, client_key) = leaf("test-client", ExtendedKeyUsagePurpose::ClientAuth);
+    Pki {
+        ca: ca_cert.pem(),
+        server_cert: server_cert.pem(),
+        server_key: server_key.serialize_pem(),
+        client_cert: client_cert.pem(),
+        client_key: client_key.serialize_pem(),
+        client_der: client_cert.der().to_vec(),
+    }
+}
+
+/// A TLS server for `localhost` recording what its calls see; with `client_ca`, clients must
+/// present a certificate signed by it.
+async fn tls_server(pki: &Pki, client_ca: bool) -> (TestServer, RecordingGreeter) {
+    let mut tls = TlsConfig::from_pem(&pki.server_cert, &pki.server_key).unwrap();
+    if client_ca {
+        tls = tls.client_ca_pem(&pki.ca).unwrap();
+    }
+    serve(tls.build().unwrap()).await
+}
+
+async fn serve(tls: fastgrpc::rustls::ServerConfig) -> (TestServer, RecordingGreeter) {
+    let greeter = RecordingGreeter::default();
+    let server = TestServer::start(
+        Server::builder()
+            .tls_config(tls)
+            .connect_info(true)
+            .handshake_timeout(Duration::from_millis(500))
+            .add_service(GreeterServer::new(greeter.clone())),
+    )
+    .await;
+    (server, greeter)
+}
+
+/// A TLS channel to `server` trusting the test CA, with the client certificate if `identity`.
+async fn tls_channel(server: &TestServer, pki: &Pki, identity: bool) -> Result<Channel, String> {
+    let mut tls = ClientTlsConfig::new()
+        .ca_certificate(Certificate::from_pem(&pki.ca))
+        .domain_name("localhost");
+    if identity {
+        tls = tls.identity(Identity::from_pem(&pki.client_cert, &pki.client_key));
+    }
+    Endpoint::from_shared(format!("https://{}", server.addr))
+        .unwrap()
+        .timeout(Duration::from_secs(10))
+        .connect_timeout(Duration::from_secs(10))
+        .tls_config(tls)
+        .unwrap()
+        .connect()
+        .await
+        .map_err(|error| format!("{error:?}"))
+}
+
+#[tokio::test]
+async fn tls_calls_are_served_and_see_their_addresses() {
+    let pki = pki();
+    let (server, greeter) = tls_server(&pki, false).await;
+    let channel = tls_channel(&server, &pki, false).await.unwrap();
+    assert_eq!(say_hello(channel, "tls").await.unwrap(), "Hello tls");
+
+    let seen = greeter.seen();
+    let [Some(info)] = seen.as_slice() else {
+        panic!("one call with connection information: {seen:?}");
+    };
+    assert_eq!(info.local_addr(), Some(server.addr));
+    assert!(info.remote_addr().unwrap().ip().is_loopback());
+    assert!(info.peer_certs().is_none(), "no client certificate asked");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn client_certificate_required_refuses_clients_without_one() {
+    let pki = pki();
+    let (server, greeter) = tls_server(&pki, true).await;
+
+    // Without a certificate: the handshake (TLS 1.3: the first read after it) fails.
+    let refused = match tls_channel(&server, &pki, false).await {
+        Err(error) => Err(error),
+        Ok(channel) => say_hello(channel, "anonymous")
+            .await
+            .map_err(|status| status.to_string()),
+    };
+    assert!(
+        refused.is_err(),
+        "a client without a certificate is refused"
+    );
+    assert!(greeter.seen().is_empty(), "no call reached the handler");
+
+    // With one: served, and the handler sees the chain the client presented.
+    let channel = tls_channel(&server, &pki, true).await.unwrap();
+    assert_eq!(say_hello(channel, "mtls").await.unwrap(), "Hello mtls");
+    let seen = greeter.seen();
+    let [Some(info)] = seen.as_slice() else {
+        panic!("one call with connection information: {seen:?}");
+    };
+    let chain = info.peer_certs().expect("the client's chain");
+    assert_eq!(chain.len(), 1);
+    assert_eq!(chain[0].as_ref(), pki.client_der.as_slice());
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn plaintext_and_silent_clients_fail_alone() {
+    let pki = pki();
+    let (server, greeter) = tls_server(&pki, false).await;
+
+    // A plaintext HTTP/2 client: its preface is no TLS ClientHello.
+    let plaintext = match Endpoint::from_shared(server.url())
+        .unwrap()
+        .timeout(Duration::from_secs(5))
+        .connect()
+        .await
+    {
+        Err(error) => Err(error.to_string()),
+        Ok(channel) => say_hello(channel, "plain")
+            .await
+            .map_err(|status| status.to_string()),
+    };
+    assert!(plaintext.is_err(), "a plaintext client gets no answer");
+
+    // A client that connects and says nothing holds neither the accept loop nor other
+    // clients; its connection is closed when the handshake timeout (500 ms) runs out.
+    let mut silent = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let channel = tls_channel(&server, &pki, false).await.unwrap();
+    assert_eq!(say_hello(channel, "tls").await.unwrap(), "Hello tls");
+    let mut byte = [0u8; 1];
+    let closed = tokio::time::timeout(Duration::from_secs(5), silent.read(&mut byte))
+        .await
+        .expect("the silent connection is closed within the handshake timeout");
+    assert!(matches!(closed, Ok(0) | Err(_)), "closed: {closed:?}");
+
+    assert_eq!(
+        greeter.seen().len(),
+        1,
+        "only the TLS client's call arrived"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_rustls_config_of_ones_own_gets_h2_alpn() {
+    use fastgrpc::rustls::pki_types::pem::PemObject;
+    use fastgrpc::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let pki = pki();
+    let provider = std::sync::Arc::new(fastgrpc::rustls::crypto::ring::default_provider());
+    let config = fastgrpc::rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![CertificateDer::from_pem_slice(pki.server_cert.as_bytes()).unwrap()],
+            PrivateKeyDer::from_pem_slice(pki.server_key.as_bytes()).unwrap(),
+        )
+        .unwrap();
+    assert!(config.alpn_protocols.is_empty());
+    let (server, _greeter) = serve(config).await;
+    // tonic's client refuses a server that does not select h2.
+    let channel = tls_channel(&server, &pki, false).await.unwrap();
+    assert_eq!(say_hello(channel, "own").await.unwrap(), "Hello own");
+    server.stop().await;
+}
+
+#[test]
+fn bad_pem_is_refused_with_what_was_wrong() {
+    let pki = pki();
+    let error = TlsConfig::from_pem("not PEM", &pki.server_key).unwrap_err();
+    assert!(error.to_string().contains("certificate chain"), "{error}");
+    let error = TlsConfig::from_pem(&pki.server_cert, "not PEM").unwrap_err();
+    assert!(error.to_string().contains("private key"), "{error}");
+    let error = TlsConfig::from_pem(&pki.server_cert, &pki.server_key)
+        .unwrap()
+        .client_ca_pem("")
+        .unwrap_err();
+    assert!(error.to_string().contains("client CA"), "{error}");
+    // A key that does not match the certificate.
+    let error = TlsConfig::from_pem(&pki.server_cert, &pki.client_key)
+        .unwrap()
+        .build()
+        .unwrap_err();
+    assert!(error.to_string().contains("certificate and key"), "{error}");
+}
