@@ -119,6 +119,11 @@ async fn tls_calls_are_served_and_see_their_addresses() {
     assert_eq!(info.local_addr(), Some(server.addr));
     assert!(info.remote_addr().unwrap().ip().is_loopback());
     assert!(info.peer_certs().is_none(), "no client certificate asked");
+    // tonic's own accessor works over TLS too with the `tonic-remote-addr` feature.
+    let expected = info
+        .remote_addr()
+        .filter(|_| cfg!(feature = "tonic-remote-addr"));
+    assert_eq!(*greeter.tonic_remote.lock().unwrap(), [expected]);
     server.stop().await;
 }
 

@@ -61,6 +61,9 @@ async fn tcp_handlers_see_both_addresses() {
         assert_eq!(info.local_addr(), Some(server.addr));
         assert!(matches!(info.remote(), Some(Address::Inet(addr)) if *addr == client_ends[0]));
     }
+    // tonic's own accessor works with the `tonic-remote-addr` feature.
+    let expected = cfg!(feature = "tonic-remote-addr").then_some(client_ends[0]);
+    assert_eq!(*greeter.tonic_remote.lock().unwrap(), [expected, expected]);
     server.stop().await;
 }
 

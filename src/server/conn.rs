@@ -219,6 +219,8 @@ fn serve_stream(
         }
     };
     if let Some(info) = connect_info {
+        #[cfg(feature = "tonic-remote-addr")]
+        insert_tonic_connect_info(&mut parts.extensions, info);
         parts.extensions.insert(info.clone());
     }
     let request = http::Request::from_parts(parts, take_received(recv, cx));
@@ -228,6 +230,19 @@ fn serve_stream(
         Ok(Ok(response)) => send_inline(response, respond, deadline, activity, cx),
         Ok(Err(never)) => match never {},
         Err(pending) => activity.spawn(finish_pending(pending, respond, deadline)),
+    }
+}
+
+/// What tonic's `Request::remote_addr()` and `local_addr()` read: its `TcpConnectInfo`, for a
+/// connection with IP addresses (over TCP, with or without TLS).
+#[cfg(feature = "tonic-remote-addr")]
+fn insert_tonic_connect_info(extensions: &mut http::Extensions, info: &ConnectInfo) {
+    let (local_addr, remote_addr) = (info.local_addr(), info.remote_addr());
+    if local_addr.is_some() || remote_addr.is_some() {
+        extensions.insert(tonic::transport::server::TcpConnectInfo {
+            local_addr,
+            remote_addr,
+        });
     }
 }
 

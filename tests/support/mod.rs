@@ -215,6 +215,8 @@ pub fn frame(message: &[u8]) -> Bytes {
 #[derive(Clone, Default)]
 pub struct RecordingGreeter {
     pub seen: std::sync::Arc<std::sync::Mutex<Vec<Option<fastgrpc::server::ConnectInfo>>>>,
+    /// What tonic's `Request::remote_addr()` answered in each call.
+    pub tonic_remote: std::sync::Arc<std::sync::Mutex<Vec<Option<SocketAddr>>>>,
 }
 
 impl RecordingGreeter {
@@ -231,6 +233,10 @@ impl pb::helloworld::greeter_server::Greeter for RecordingGreeter {
     ) -> impl fastgrpc::RpcFuture<pb::helloworld::HelloReply> {
         let info = fastgrpc::server::ConnectInfo::of(&request).cloned();
         self.seen.lock().unwrap().push(info);
+        self.tonic_remote
+            .lock()
+            .unwrap()
+            .push(request.remote_addr());
         let name = request.into_inner().name;
         fastgrpc::FastFuture::ok(fastgrpc::Response::new(pb::helloworld::HelloReply {
             message: format!("Hello {name}"),
