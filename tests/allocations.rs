@@ -167,3 +167,56 @@ fn generated_handler_ready_path_allocates_the_same_for_fast_future_and_async_fn(
     assert_eq!(fast_allocations, 7, "ready strict call allocations");
     println!("generated unary handler, ready strict call: {fast_allocations} allocations");
 }
+
+/// What `Builder::connect_info(true)` adds to a ready call: the driver puts the connection's
+/// `ConnectInfo` (one `Arc`, shared by the connection's calls) into each request's
+/// extensions, as done here. `http::Extensions` boxes its map on the first insertion.
+#[test]
+fn connect_info_costs_three_allocations_or_one_beside_a_deadline() {
+    let service = GreeterServer::new(FastGreeter);
+    let info = fastgrpc::server::ConnectInfo::new(
+        Some(fastgrpc::server::Address::Inet(
+            "127.0.0.1:50051".parse().unwrap(),
+        )),
+        Some(fastgrpc::server::Address::Inet(
+            "127.0.0.1:40000".parse().unwrap(),
+        )),
+    );
+    let serve_with = |deadline: bool, with_info: bool| {
+        let mut request = strict_request();
+        if deadline {
+            let after = std::time::Duration::from_secs(60);
+            request
+                .extensions_mut()
+                .insert(fastgrpc::deadline::Deadline::after(after));
+        }
+        let (response, allocations) = alloc::count_allocations(|| {
+            if with_info {
+                request.extensions_mut().insert(info.clone());
+            }
+            service.call(request).into_ready().ok()
+        });
+        assert!(response.is_some(), "ready");
+        allocations
+    };
+    serve_with(false, false);
+
+    let plain = serve_with(false, false);
+    let with_info = serve_with(false, true);
+    assert_eq!(
+        with_info - plain,
+        3,
+        "the extensions' map box, its table, the boxed ConnectInfo"
+    );
+    let with_deadline = serve_with(true, false);
+    let with_both = serve_with(true, true);
+    assert_eq!(
+        with_both - with_deadline,
+        1,
+        "beside a deadline, only the boxed ConnectInfo"
+    );
+    println!(
+        "ready strict call: {plain} allocations, {with_info} with ConnectInfo; \
+         with a deadline: {with_deadline}, {with_both} with ConnectInfo"
+    );
+}
