@@ -244,6 +244,16 @@ fn main() {
         measure("fastgrpc (FastFuture)", addr, server).await;
 
         let (addr, server) = start_server(|listener| async move {
+            fastgrpc::Server::builder()
+                .connect_info(true)
+                .add_service(pb::greeter_server::GreeterServer::new(FastGreeter))
+                .serve_with_listener(listener, std::future::pending())
+                .await
+                .unwrap();
+        });
+        measure("fastgrpc, connect_info on", addr, server).await;
+
+        let (addr, server) = start_server(|listener| async move {
             tonic::transport::Server::builder()
                 .add_service(tonic_pb::greeter_server::GreeterServer::new(TonicGreeter))
                 .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener))
