@@ -74,3 +74,48 @@ impl ConnectionConfig {
         builder
     }
 }
+
+/// `age` give or take up to 10%, different for each call: connections opened together (after a
+/// deploy, say) are not all sent away at the same moment, as gRPC's connection-management
+/// proposal (gRFC A9) recommends.
+pub(crate) fn jittered(age: Duration) -> Duration {
+    use std::hash::{BuildHasher, Hasher};
+    // A randomly keyed hash of the current instant: unpredictable enough to spread reconnects,
+    // without a dependency on a random number crate.
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(
+        std::time::SystemTime::UNIX_EPOCH
+            .elapsed()
+            .unwrap_or_default()
+            .as_nanos(),
+    );
+    let permille = (hasher.finish() % 201) as i64 - 100; // -100..=100, tenths of a percent
+    let nanos = age.as_nanos().min(i64::MAX as u128) as i64;
+    Duration::from_nanos(nanos.saturating_add(nanos / 1000 * permille).max(0) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jitter_stays_within_ten_percent_and_varies() {
+        let age = Duration::from_secs(300);
+        let ages: Vec<_> = (0..200).map(|_| jittered(age)).collect();
+        for jittered in &ages {
+            assert!(
+                *jittered >= Duration::from_secs(270) && *jittered <= Duration::from_secs(330),
+                "{jittered:?}"
+            );
+        }
+        let distinct: std::collections::HashSet<_> = ages.iter().collect();
+        assert!(
+            distinct.len() > 100,
+            "only {} distinct ages",
+            distinct.len()
+        );
+        assert_eq!(jittered(Duration::ZERO), Duration::ZERO);
+        // Ages beyond what i64 nanoseconds hold (292 years) are cut there first.
+        assert!(jittered(Duration::MAX) > Duration::from_secs(250 * 365 * 86_400));
+    }
+}

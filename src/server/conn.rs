@@ -29,7 +29,7 @@ use tonic::Status;
 
 use super::Shared;
 use super::activity::Activity;
-use super::config::Keepalive;
+use super::config::{Keepalive, jittered};
 use super::connect_info::ConnectInfo;
 use crate::body::{Outgoing, RequestBody, ResponseBody};
 use crate::deadline::{self, Deadline};
@@ -81,7 +81,9 @@ pub(crate) async fn serve<IO>(
     let result = tokio::select! {
         result = poll_fn(|cx| driver.poll(&mut conn, cx)) => result,
         () = shutdown.cancelled() => drain(&mut conn, &mut driver).await,
-        () = sleep_for(shared.connection.max_connection_age) => drain(&mut conn, &mut driver).await,
+        () = sleep_for(shared.connection.max_connection_age.map(jittered)) => {
+            drain(&mut conn, &mut driver).await
+        }
         () = activity.idle_for(shared.connection.max_connection_idle) => {
             tracing::debug!("connection idle for too long; closing it");
             drain(&mut conn, &mut driver).await

@@ -262,9 +262,10 @@ impl Builder {
         self
     }
 
-    /// Sends GOAWAY on each connection once it is `age` old, so clients reconnect; behind an
-    /// L4 load balancer this spreads load over new replicas (default: connections live as long
-    /// as their clients keep them).
+    /// Sends GOAWAY on each connection once it is `age` old, give or take a random 10% (so
+    /// connections opened together do not all reconnect together), so clients reconnect;
+    /// behind an L4 load balancer this spreads load over new replicas (default: connections
+    /// live as long as their clients keep them).
     pub fn max_connection_age(mut self, age: Duration) -> Self {
         self.connection.max_connection_age = Some(age);
         self
