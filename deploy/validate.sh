@@ -10,25 +10,9 @@ set -euo pipefail
 script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$script_dir/.."
 
+source scripts/python-venv.sh
 venv=target/deploy-venv
-requirements=deploy/requirements.txt
-stamp="$venv/.requirements.stamp"
-python="${PYTHON:-python3}"
-
-log() { echo "validate.sh: $*" >&2; }
-
-mkdir -p target
-if [[ ! -x "$venv/bin/python" ]]; then
-    log "creating venv $venv"
-    rm -rf "$venv"
-    "$python" -m venv "$venv"
-fi
-if ! cmp -s "$requirements" "$stamp"; then
-    log "installing $requirements"
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements"
-    # Written only after a successful install, so a failed one is retried next run.
-    cp "$requirements" "$stamp"
-fi
+python_venv "$venv" deploy/requirements.txt
 
 "$venv/bin/python" deploy/validate.py deploy
 "$venv/bin/python" -m unittest --quiet deploy/validate_test.py

@@ -1,32 +1,18 @@
 # Shared by run.sh and ecosystem.sh (sourced, not run): the Python venv, a free loopback port,
 # and starting a server in the background that is stopped when the script exits.
 #
-# Environment: PYTHON, the interpreter used to create the venv (default: python3).
+# Environment: PYTHON, the interpreter used to create the venv (default: python3; see
+# scripts/python-venv.sh).
 
 script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo_root="$(git -C "$script_dir" rev-parse --show-toplevel 2>/dev/null || (cd "$script_dir/../.." && pwd))"
 cd "$repo_root"
 
-venv=target/interop-venv
-requirements=interop/python/requirements.txt
-stamp="$venv/.requirements.stamp"
-python="${PYTHON:-python3}"
-
 log() { echo "$(basename "$0"): $*" >&2; }
 
-# --- Python environment: reinstall only when the venv is new or requirements changed.
-mkdir -p target
-if [[ ! -x "$venv/bin/python" ]]; then
-    log "creating venv $venv"
-    rm -rf "$venv"
-    "$python" -m venv "$venv"
-fi
-if ! cmp -s "$requirements" "$stamp"; then
-    log "installing $requirements"
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements"
-    # Written only after a successful install, so a failed one is retried next run.
-    cp "$requirements" "$stamp"
-fi
+source scripts/python-venv.sh
+venv=target/interop-venv
+python_venv "$venv" interop/python/requirements.txt
 
 # A free loopback port; the tiny window before the server binds it is acceptable for a test.
 free_port() {
