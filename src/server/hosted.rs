@@ -20,6 +20,38 @@ use crate::status;
 /// Errors of tower services and bodies, as tower passes them around.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
+/// A tower service a fastgrpc server can host: HTTP requests with a [`RequestBody`] in, HTTP
+/// responses with any body of `Bytes` out, errors that convert to a status. Implemented for
+/// every such service (tonic-generated servers, tonic-health, tonic-reflection, layered stacks,
+/// fastgrpc's own generated servers); the bounds are written here once.
+pub trait TowerService:
+    Service<http::Request<RequestBody>, Error: Into<BoxError>, Future: Send + 'static>
+    + Clone
+    + Send
+    + 'static
+{
+    /// The body of the service's responses.
+    type Body: http_body::Body<Data = Bytes, Error: Into<BoxError>> + Send + 'static;
+
+    /// The response as an `http::Response` (what it already is; spelled out for the compiler).
+    fn into_http(response: Self::Response) -> http::Response<Self::Body>;
+}
+
+impl<S, B> TowerService for S
+where
+    S: Service<http::Request<RequestBody>, Response = http::Response<B>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<BoxError>,
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    type Body = B;
+
+    fn into_http(response: http::Response<B>) -> http::Response<B> {
+        response
+    }
+}
+
 /// A tower service served as a [`FastService`].
 pub(crate) struct Hosted<S> {
     /// The service every call clones. tower services need `&mut self` and are often not
@@ -36,14 +68,7 @@ impl<S> Hosted<S> {
     }
 }
 
-impl<S, B> FastService for Hosted<S>
-where
-    S: Service<http::Request<RequestBody>, Response = http::Response<B>> + Clone + Send + 'static,
-    S::Future: Send + 'static,
-    S::Error: Into<BoxError>,
-    B: http_body::Body<Data = Bytes> + Send + 'static,
-    B::Error: Into<BoxError>,
-{
+impl<S: TowerService> FastService for Hosted<S> {
     fn call(&self, request: http::Request<RequestBody>) -> ResponseFuture {
         // A panic while the lock was held (in a user's `clone`) leaves the service intact.
         let service = self
@@ -53,7 +78,7 @@ where
             .clone();
         FastFuture::from_future(async move {
             Ok::<_, Infallible>(match service.oneshot(request).await {
-                Ok(response) => response.map(ResponseBody::new),
+                Ok(response) => S::into_http(response).map(ResponseBody::new),
                 Err(error) => status::response(&error_status(error.into())),
             })
         })

@@ -1,18 +1,14 @@
 //! Server-wide tower layers: the stack every call goes through before the router.
 
-use std::convert::Infallible;
 use std::fmt;
-use std::sync::Arc;
-use std::task::{Context, Poll};
 
-use bytes::Bytes;
 use tower::ServiceExt;
 use tower::util::BoxCloneService;
 use tower_layer::Layer;
-use tower_service::Service;
 
-use super::hosted::{BoxError, Hosted};
+use super::hosted::{BoxError, Hosted, TowerService};
 use super::router::Router;
+use super::routes::Routes;
 use super::service::FastService;
 use crate::body::{RequestBody, ResponseBody};
 use crate::handler::ResponseFuture;
@@ -31,22 +27,16 @@ pub(crate) struct Layers {
 }
 
 impl Layers {
-    pub(crate) fn push<L, B>(&mut self, layer: L)
+    pub(crate) fn push<L>(&mut self, layer: L)
     where
-        L: Layer<HttpService> + Send + 'static,
-        L::Service: Service<http::Request<RequestBody>, Response = http::Response<B>>
-            + Clone
-            + Send
-            + 'static,
-        <L::Service as Service<http::Request<RequestBody>>>::Future: Send + 'static,
-        <L::Service as Service<http::Request<RequestBody>>>::Error: Into<BoxError>,
-        B: http_body::Body<Data = Bytes> + Send + 'static,
-        B::Error: Into<BoxError>,
+        L: Layer<HttpService, Service: TowerService> + Send + 'static,
     {
         self.wraps.push(Box::new(move |inner| {
             let service = layer
                 .layer(inner)
-                .map_response(|response| response.map(ResponseBody::new))
+                .map_response(|response| {
+                    <L::Service as TowerService>::into_http(response).map(ResponseBody::new)
+                })
                 .map_err(Into::into);
             BoxCloneService::new(service)
         }));
@@ -57,7 +47,8 @@ impl Layers {
         if self.wraps.is_empty() {
             return Dispatch::Direct(router);
         }
-        let base = BoxCloneService::new(RouterService(Arc::new(router)).map_err(BoxError::from));
+        let base =
+            BoxCloneService::new(Routes::new(Dispatch::Direct(router)).map_err(BoxError::from));
         let stack = self
             .wraps
             .into_iter()
@@ -98,23 +89,5 @@ impl fmt::Debug for Dispatch {
             Dispatch::Direct(router) => f.debug_tuple("Direct").field(router).finish(),
             Dispatch::Layered(_) => f.write_str("Layered"),
         }
-    }
-}
-
-/// The router as the innermost tower service of a layered stack.
-#[derive(Clone)]
-struct RouterService(Arc<Router>);
-
-impl Service<http::Request<RequestBody>> for RouterService {
-    type Response = http::Response<ResponseBody>;
-    type Error = Infallible;
-    type Future = ResponseFuture;
-
-    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, request: http::Request<RequestBody>) -> ResponseFuture {
-        self.0.call(request)
     }
 }

@@ -28,7 +28,7 @@ mod tls;
 pub use self::activity::ServerStats;
 pub use self::connect_info::{Address, ConnectInfo, Connected};
 pub use self::for_tonic::ForTonic;
-pub use self::hosted::BoxError;
+pub use self::hosted::{BoxError, TowerService};
 pub use self::intercept::{
     AsyncInterceptor, CalledMethod, Intercepted, Interceptor, async_interceptor,
 };
@@ -44,14 +44,10 @@ use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use bytes::Bytes;
 use futures_util::Stream;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tower_layer::Layer;
-use tower_service::Service;
-
-use crate::body::RequestBody;
 
 use self::config::{ConnectionConfig, Keepalive};
 use self::hosted::Hosted;
@@ -127,17 +123,9 @@ impl Builder {
     ///     .await
     /// # }
     /// ```
-    pub fn add_tower_service<S, B>(self, service: S) -> Self
+    pub fn add_tower_service<S>(self, service: S) -> Self
     where
-        S: Service<http::Request<RequestBody>, Response = http::Response<B>>
-            + NamedService
-            + Clone
-            + Send
-            + 'static,
-        S::Future: Send + 'static,
-        S::Error: Into<BoxError>,
-        B: http_body::Body<Data = Bytes> + Send + 'static,
-        B::Error: Into<BoxError>,
+        S: TowerService + NamedService,
     {
         self.add_layered_service(service, tower_layer::Identity::new())
     }
@@ -149,10 +137,7 @@ impl Builder {
     /// ```no_run
     /// # use std::time::Duration;
     /// # async fn run<S>(greeter: S) -> std::io::Result<()>
-    /// # where S: fastgrpc::server::NamedService + Clone + Send + 'static
-    /// #     + tower::Service<http::Request<fastgrpc::body::RequestBody>,
-    /// #         Response = http::Response<fastgrpc::body::ResponseBody>, Error = std::convert::Infallible>,
-    /// #     S::Future: Send + 'static,
+    /// # where S: fastgrpc::server::NamedService + fastgrpc::server::TowerService,
     /// # {
     /// let limits = tower::ServiceBuilder::new()
     ///     .concurrency_limit(64)
@@ -163,18 +148,10 @@ impl Builder {
     ///     .await
     /// # }
     /// ```
-    pub fn add_layered_service<S, L, B>(mut self, service: S, layer: L) -> Self
+    pub fn add_layered_service<S, L>(mut self, service: S, layer: L) -> Self
     where
         S: NamedService,
-        L: Layer<S>,
-        L::Service: Service<http::Request<RequestBody>, Response = http::Response<B>>
-            + Clone
-            + Send
-            + 'static,
-        <L::Service as Service<http::Request<RequestBody>>>::Future: Send + 'static,
-        <L::Service as Service<http::Request<RequestBody>>>::Error: Into<BoxError>,
-        B: http_body::Body<Data = Bytes> + Send + 'static,
-        B::Error: Into<BoxError>,
+        L: Layer<S, Service: TowerService>,
     {
         self.router
             .add(S::NAME, Box::new(Hosted::new(layer.layer(service))));
@@ -185,17 +162,9 @@ impl Builder {
     /// middleware such as tower-http's `TraceLayer`, a global concurrency limit or load
     /// shedding. The first layer added is the outermost. Without any, calls reach the router
     /// directly and cost nothing extra; with some, each call costs a boxed future.
-    pub fn layer<L, B>(mut self, layer: L) -> Self
+    pub fn layer<L>(mut self, layer: L) -> Self
     where
-        L: Layer<layers::HttpService> + Send + 'static,
-        L::Service: Service<http::Request<RequestBody>, Response = http::Response<B>>
-            + Clone
-            + Send
-            + 'static,
-        <L::Service as Service<http::Request<RequestBody>>>::Future: Send + 'static,
-        <L::Service as Service<http::Request<RequestBody>>>::Error: Into<BoxError>,
-        B: http_body::Body<Data = Bytes> + Send + 'static,
-        B::Error: Into<BoxError>,
+        L: Layer<layers::HttpService, Service: TowerService> + Send + 'static,
     {
         self.layers.push(layer);
         self
