@@ -136,9 +136,11 @@ impl Builder {
     ///
     /// ```no_run
     /// # use std::time::Duration;
-    /// # async fn run<S>(greeter: S) -> std::io::Result<()>
-    /// # where S: fastgrpc::server::NamedService + fastgrpc::server::TowerService,
-    /// # {
+    /// # mod pb { include!(concat!(env!("OUT_DIR"), "/helloworld.rs")); }
+    /// # struct MyGreeter;
+    /// # impl pb::greeter_server::Greeter for MyGreeter {}
+    /// # async fn run() -> std::io::Result<()> {
+    /// let greeter = pb::greeter_server::GreeterServer::new(MyGreeter);
     /// let limits = tower::ServiceBuilder::new()
     ///     .concurrency_limit(64)
     ///     .timeout(Duration::from_secs(2));
