@@ -28,7 +28,7 @@
 //! pending. Then, after a few warm-up requests, one request per row is served with the counting
 //! allocator of `tests/support/alloc.rs` on, on this thread (which is also the thread `block_on`
 //! runs the pending and tonic futures on), and a line like
-//! `generated_unary_fast: 7 allocations, 123 bytes per request` is printed. Bytes are what the
+//! `generated_unary_fast: 6 allocations, 123 bytes per request` is printed. Bytes are what the
 //! allocator was asked for (a `realloc` counts its new size), not what stays live. The counting
 //! allocator stays installed while timing; when not counting it costs a thread-local read per
 //! allocation, on both sides.
