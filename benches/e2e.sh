@@ -4,6 +4,8 @@
 #
 #   bash benches/e2e.sh            # the three load shapes, both servers, 3 rounds each
 #   ROUNDS=1 bash benches/e2e.sh   # quicker
+#   SHAPES="200000 4 16" bash benches/e2e.sh   # only these shapes: "requests connections
+#                                              # streams", several separated by ';'
 #   bash benches/e2e.sh heavy      # CPU-heavy handler: inline against spawned (run_inline(false))
 #   bash benches/e2e.sh writes     # only the write-syscall counts
 #
@@ -108,7 +110,8 @@ if [[ "${1:-}" == writes ]]; then
   exit 0
 fi
 
-for shape in "20000 1 1" "200000 4 16" "400000 16 64"; do
+IFS=';' read -ra shapes <<<"${SHAPES:-20000 1 1;200000 4 16;400000 16 64}"
+for shape in "${shapes[@]}"; do
   read -r n c m <<<"$shape"
   for round in $(seq "$rounds"); do
     run "fastgrpc c=$c m=$m (round $round)" "$n" "$c" "$m" 0 -- "${fastgrpc[@]}" --workers 1
