@@ -240,7 +240,7 @@ pub fn request_encoding(
     headers: &HeaderMap,
     enabled: &[CompressionEncoding],
 ) -> Result<Option<CompressionEncoding>, Status> {
-    let Some(value) = headers.get(GRPC_ENCODING) else {
+    let Some(value) = crate::metadata::header(headers, &GRPC_ENCODING) else {
         return Ok(None);
     };
     let name = value.as_bytes();

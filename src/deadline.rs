@@ -156,7 +156,7 @@ pub fn request_deadline(
     headers: &HeaderMap,
     server_default: Option<Duration>,
 ) -> Result<Option<Duration>, Status> {
-    let client = match headers.get(GRPC_TIMEOUT) {
+    let client = match crate::metadata::header(headers, &GRPC_TIMEOUT) {
         Some(value) => Some(parse_grpc_timeout(value)?),
         None => None,
     };
