@@ -1,12 +1,13 @@
 //! One strict unary call, in process (no sockets), through fastgrpc and through tonic.
 //!
-//! Every row serves `helloworld.HelloRequest { name: "world" }`, whose body has fully arrived
-//! (one uncompressed frame, [`FRAME`]), with the same handler logic (the reply message is
-//! `format!("Hello {name}!")`), and, from row 3 on, collects the whole response: the message
-//! frame and the trailers.
+//! Every row from row 1 on serves `helloworld.HelloRequest { name: "world" }`, whose body has
+//! fully arrived (one uncompressed frame, [`FRAME`]), with the same handler logic (the reply
+//! message is `format!("Hello {name}!")`), and, from row 3 on, collects the whole response: the
+//! message frame and the trailers. Row 0 only encodes that reply.
 //!
 //! | row | what is timed |
 //! |---|---|
+//! | `encode_reply` | `codec::encode` of the reply `HelloReply { message: "Hello world!" }`, the frame dropped at once (as h2 drops it once written) |
 //! | `unmarshal_strict` | `codec::decode_unary` only |
 //! | `unmarshal_strict_chained` | decode, reply, encode and recover as a hand-built `FastFuture` chain, value taken with `into_ready` |
 //! | `generated_unary_fast` | our generated `GreeterServer`, handler returning `FastFuture::ok`, called through `FastService::call`; response taken with `into_ready`, body collected |
@@ -23,8 +24,8 @@
 //! machinery is charged to either side.
 //!
 //! Before timing, each row serves one request and checks it: the decoded reply is
-//! `"Hello world!"` and the trailers carry `grpc-status: 0` (rows 1 and 2 check the decoded
-//! request and the encoded reply), and the pending row checks its response future was really
+//! `"Hello world!"` and the trailers carry `grpc-status: 0` (row 0 checks the frame's length,
+//! rows 1 and 2 the decoded request and the encoded reply), and the pending row checks its response future was really
 //! pending. Then, after a few warm-up requests, one request per row is served with the counting
 //! allocator of `tests/support/alloc.rs` on, on this thread (which is also the thread `block_on`
 //! runs the pending and tonic futures on), and a line like
@@ -222,6 +223,32 @@ trait Case {
     fn serve(&mut self, input: Self::Input) -> Self::Output;
     /// Panics unless `output` is the right answer.
     fn check(output: &Self::Output);
+}
+
+/// Row 0: encoding a reply frame only. The frame is dropped inside the timing (h2 drops it once
+/// written); the message is handed back, so freeing its string is not timed.
+struct EncodeReply;
+
+impl Case for EncodeReply {
+    const NAME: &'static str = "encode_reply";
+    type Input = pb::HelloReply;
+    type Output = (pb::HelloReply, Result<usize, Status>);
+
+    fn setup() -> pb::HelloReply {
+        pb::HelloReply {
+            message: greeting("world"),
+        }
+    }
+
+    #[inline(never)]
+    fn serve(&mut self, reply: pb::HelloReply) -> Self::Output {
+        let len = codec::encode(&reply).map(|frame| frame.len());
+        (reply, len)
+    }
+
+    fn check((reply, len): &Self::Output) {
+        assert_eq!(*len.as_ref().unwrap(), 5 + reply.encoded_len());
+    }
 }
 
 /// Row 1: decoding only.
@@ -438,6 +465,7 @@ fn iterate<C: Case>(case: &mut C, iterations: u64) {
 }
 
 struct Cases {
+    encode: EncodeReply,
     unmarshal: UnmarshalStrict,
     chained: UnmarshalStrictChained,
     fast: GeneratedFast,
@@ -449,6 +477,7 @@ struct Cases {
 impl Cases {
     fn new() -> Self {
         Cases {
+            encode: EncodeReply,
             unmarshal: UnmarshalStrict,
             chained: UnmarshalStrictChained,
             fast: GeneratedReady {
@@ -484,6 +513,7 @@ fn main() {
             .expect("FASTGRPC_BENCH_ITERS is a number");
         let row = std::env::var("ROW").unwrap_or_default();
         match row.as_str() {
+            EncodeReply::NAME => iterate(&mut cases.encode, iterations),
             UnmarshalStrict::NAME => iterate(&mut cases.unmarshal, iterations),
             UnmarshalStrictChained::NAME => iterate(&mut cases.chained, iterations),
             GeneratedFast::NAME => iterate(&mut cases.fast, iterations),
@@ -491,13 +521,15 @@ fn main() {
             GeneratedPending::NAME => iterate(&mut cases.pending, iterations),
             TonicUnary::NAME => iterate(&mut cases.tonic, iterations),
             other => panic!(
-                "ROW={other:?}: expected one of unmarshal_strict, unmarshal_strict_chained, \
+                "ROW={other:?}: expected one of encode_reply, unmarshal_strict, \
+                 unmarshal_strict_chained, \
                  generated_unary_fast, generated_unary_async, generated_unary_pending, tonic_unary"
             ),
         }
         return;
     }
 
+    check_and_count(&mut cases.encode);
     check_and_count(&mut cases.unmarshal);
     check_and_count(&mut cases.chained);
     check_and_count(&mut cases.fast);
@@ -510,6 +542,7 @@ fn main() {
         .measurement_time(Duration::from_secs(3))
         .sample_size(50)
         .configure_from_args();
+    bench_case(&mut criterion, &mut cases.encode);
     bench_case(&mut criterion, &mut cases.unmarshal);
     bench_case(&mut criterion, &mut cases.chained);
     bench_case(&mut criterion, &mut cases.fast);
