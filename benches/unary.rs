@@ -13,6 +13,9 @@
 //! | `generated_unary_fast` | our generated `GreeterServer`, handler returning `FastFuture::ok`, called through `FastService::call`; response taken with `into_ready`, body collected |
 //! | `generated_unary_async` | the same with an `async fn` handler that awaits nothing |
 //! | `generated_unary_pending` | the same with an `async fn` handler that really waits once (`tokio::task::yield_now`); the pending response future is driven by `block_on` on a current-thread runtime |
+//! | `routes_fast` | the same handler through the server's whole dispatch (`Builder::into_routes`: method and content-type checks, routing by service name), as the connection driver calls it |
+//! | `routes_intercepted` | the same with an interceptor that lets every call through (`GreeterServer::with_interceptor`) |
+//! | `routes_layered` | the same with one server-wide tower layer that does nothing (`tower_layer::Identity`): the cost of the layered stack itself |
 //! | `tonic_unary` | tonic 0.14's generated `GreeterServer` (`#[tonic::async_trait]` handler) as a `tower::Service`: `poll_ready`, `call`, `block_on` of its future on a current-thread runtime, body collected |
 //!
 //! The request is built outside the timing (criterion's `iter_batched`): for fastgrpc an
@@ -370,6 +373,90 @@ impl Case for GeneratedAsync {
     }
 }
 
+/// Rows 6 to 8: the generated server behind the server's dispatch, bare or with middleware that
+/// lets everything through, to price the middleware itself.
+struct Routed<K> {
+    routes: fastgrpc::server::Routes,
+    kind: std::marker::PhantomData<K>,
+}
+
+/// What a [`Routed`] row puts in front of the greeter.
+trait Middleware {
+    const NAME: &'static str;
+    fn routes() -> fastgrpc::server::Routes;
+}
+
+struct Bare;
+struct Intercepted;
+struct Layered;
+
+fn pass(request: Request<()>) -> Result<Request<()>, Status> {
+    Ok(request)
+}
+
+impl Middleware for Bare {
+    const NAME: &'static str = "routes_fast";
+    fn routes() -> fastgrpc::server::Routes {
+        fastgrpc::Server::builder()
+            .add_service(pb::greeter_server::GreeterServer::new(FastGreeter))
+            .into_routes()
+    }
+}
+
+impl Middleware for Intercepted {
+    const NAME: &'static str = "routes_intercepted";
+    fn routes() -> fastgrpc::server::Routes {
+        fastgrpc::Server::builder()
+            .add_service(pb::greeter_server::GreeterServer::with_interceptor(
+                FastGreeter,
+                pass,
+            ))
+            .into_routes()
+    }
+}
+
+impl Middleware for Layered {
+    const NAME: &'static str = "routes_layered";
+    fn routes() -> fastgrpc::server::Routes {
+        fastgrpc::Server::builder()
+            .layer(tower_layer::Identity::new())
+            .add_service(pb::greeter_server::GreeterServer::new(FastGreeter))
+            .into_routes()
+    }
+}
+
+impl<K: Middleware> Routed<K> {
+    fn new() -> Self {
+        Routed {
+            routes: K::routes(),
+            kind: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<K: Middleware> Case for Routed<K> {
+    const NAME: &'static str = K::NAME;
+    type Input = http::Request<RequestBody>;
+    type Output = Reply;
+
+    fn setup() -> Self::Input {
+        fast_request()
+    }
+
+    #[inline(never)]
+    fn serve(&mut self, request: Self::Input) -> Reply {
+        let response = FastService::call(&self.routes, request)
+            .into_ready()
+            .expect("middleware that lets a ready call through keeps it ready");
+        let Ok(response) = response;
+        collect(response.into_body())
+    }
+
+    fn check(output: &Reply) {
+        output.check();
+    }
+}
+
 /// Row 5: our generated server with a handler that waits once.
 struct GeneratedPending {
     server: pb::greeter_server::GreeterServer<PendingGreeter>,
@@ -471,6 +558,9 @@ struct Cases {
     fast: GeneratedFast,
     async_fn: GeneratedAsync,
     pending: GeneratedPending,
+    routed: Routed<Bare>,
+    intercepted: Routed<Intercepted>,
+    layered: Routed<Layered>,
     tonic: TonicUnary,
 }
 
@@ -490,6 +580,9 @@ impl Cases {
                 server: pb::greeter_server::GreeterServer::new(PendingGreeter),
                 runtime: current_thread_runtime(),
             },
+            routed: Routed::new(),
+            intercepted: Routed::new(),
+            layered: Routed::new(),
             tonic: TonicUnary {
                 server: tonic_pb::greeter_server::GreeterServer::new(TonicGreeter),
                 runtime: current_thread_runtime(),
@@ -519,11 +612,15 @@ fn main() {
             GeneratedFast::NAME => iterate(&mut cases.fast, iterations),
             GeneratedAsync::NAME => iterate(&mut cases.async_fn, iterations),
             GeneratedPending::NAME => iterate(&mut cases.pending, iterations),
+            Bare::NAME => iterate(&mut cases.routed, iterations),
+            Intercepted::NAME => iterate(&mut cases.intercepted, iterations),
+            Layered::NAME => iterate(&mut cases.layered, iterations),
             TonicUnary::NAME => iterate(&mut cases.tonic, iterations),
             other => panic!(
                 "ROW={other:?}: expected one of encode_reply, unmarshal_strict, \
                  unmarshal_strict_chained, \
-                 generated_unary_fast, generated_unary_async, generated_unary_pending, tonic_unary"
+                 generated_unary_fast, generated_unary_async, generated_unary_pending, \
+                 routes_fast, routes_intercepted, routes_layered, tonic_unary"
             ),
         }
         return;
@@ -535,6 +632,9 @@ fn main() {
     check_and_count(&mut cases.fast);
     check_and_count(&mut cases.async_fn);
     check_and_count(&mut cases.pending);
+    check_and_count(&mut cases.routed);
+    check_and_count(&mut cases.intercepted);
+    check_and_count(&mut cases.layered);
     check_and_count(&mut cases.tonic);
 
     let mut criterion = Criterion::default()
@@ -548,6 +648,9 @@ fn main() {
     bench_case(&mut criterion, &mut cases.fast);
     bench_case(&mut criterion, &mut cases.async_fn);
     bench_case(&mut criterion, &mut cases.pending);
+    bench_case(&mut criterion, &mut cases.routed);
+    bench_case(&mut criterion, &mut cases.intercepted);
+    bench_case(&mut criterion, &mut cases.layered);
     bench_case(&mut criterion, &mut cases.tonic);
     criterion.final_summary();
 }
