@@ -315,97 +315,66 @@ impl Case for UnmarshalStrictChained {
     }
 }
 
-/// Rows 3 and 4: our generated server with a handler whose future is ready at once.
-struct GeneratedReady<T> {
-    server: pb::greeter_server::GreeterServer<T>,
+/// Rows 3, 4 and 6 to 8: a service whose answer is ready at once, called through
+/// `FastService::call`. They differ only in the service: the generated server alone (with a
+/// `FastFuture` or an `async fn` handler), or behind the server's whole dispatch, bare or with
+/// middleware that lets every call through (to price the middleware itself).
+struct Ready<K: ReadyRow> {
+    service: K::Service,
+}
+
+/// What a [`Ready`] row calls.
+trait ReadyRow {
+    const NAME: &'static str;
+    type Service: FastService;
+    fn service() -> Self::Service;
 }
 
 /// Row 3.
-type GeneratedFast = GeneratedReady<FastGreeter>;
+struct GeneratedFast;
 /// Row 4.
-type GeneratedAsync = GeneratedReady<AsyncGreeter>;
-
-impl<T: pb::greeter_server::Greeter> GeneratedReady<T> {
-    fn serve_ready(&self, request: http::Request<RequestBody>) -> Reply {
-        let response = FastService::call(&self.server, request)
-            .into_ready()
-            .expect("a strict call to a ready handler is ready");
-        let Ok(response) = response;
-        collect(response.into_body())
-    }
-}
-
-impl Case for GeneratedFast {
-    const NAME: &'static str = "generated_unary_fast";
-    type Input = http::Request<RequestBody>;
-    type Output = Reply;
-
-    fn setup() -> Self::Input {
-        fast_request()
-    }
-
-    #[inline(never)]
-    fn serve(&mut self, request: Self::Input) -> Reply {
-        self.serve_ready(request)
-    }
-
-    fn check(output: &Reply) {
-        output.check();
-    }
-}
-
-impl Case for GeneratedAsync {
-    const NAME: &'static str = "generated_unary_async";
-    type Input = http::Request<RequestBody>;
-    type Output = Reply;
-
-    fn setup() -> Self::Input {
-        fast_request()
-    }
-
-    #[inline(never)]
-    fn serve(&mut self, request: Self::Input) -> Reply {
-        self.serve_ready(request)
-    }
-
-    fn check(output: &Reply) {
-        output.check();
-    }
-}
-
-/// Rows 6 to 8: the generated server behind the server's dispatch, bare or with middleware that
-/// lets everything through, to price the middleware itself.
-struct Routed<K> {
-    routes: fastgrpc::server::Routes,
-    kind: std::marker::PhantomData<K>,
-}
-
-/// What a [`Routed`] row puts in front of the greeter.
-trait Middleware {
-    const NAME: &'static str;
-    fn routes() -> fastgrpc::server::Routes;
-}
-
-struct Bare;
-struct Intercepted;
-struct Layered;
+struct GeneratedAsync;
+/// Row 6.
+struct RoutesFast;
+/// Row 7.
+struct RoutesIntercepted;
+/// Row 8.
+struct RoutesLayered;
 
 fn pass(request: Request<()>) -> Result<Request<()>, Status> {
     Ok(request)
 }
 
-impl Middleware for Bare {
+impl ReadyRow for GeneratedFast {
+    const NAME: &'static str = "generated_unary_fast";
+    type Service = pb::greeter_server::GreeterServer<FastGreeter>;
+    fn service() -> Self::Service {
+        pb::greeter_server::GreeterServer::new(FastGreeter)
+    }
+}
+
+impl ReadyRow for GeneratedAsync {
+    const NAME: &'static str = "generated_unary_async";
+    type Service = pb::greeter_server::GreeterServer<AsyncGreeter>;
+    fn service() -> Self::Service {
+        pb::greeter_server::GreeterServer::new(AsyncGreeter)
+    }
+}
+
+impl ReadyRow for RoutesFast {
     const NAME: &'static str = "routes_fast";
-    fn routes() -> fastgrpc::server::Routes {
+    type Service = fastgrpc::server::Routes;
+    fn service() -> Self::Service {
         fastgrpc::Server::builder()
-            .add_service(pb::greeter_server::GreeterServer::new(FastGreeter))
+            .add_service(GeneratedFast::service())
             .into_routes()
     }
 }
 
-impl Middleware for Intercepted {
+impl ReadyRow for RoutesIntercepted {
     const NAME: &'static str = "routes_intercepted";
-    fn routes() -> fastgrpc::server::Routes {
+    type Service = fastgrpc::server::Routes;
+    fn service() -> Self::Service {
         fastgrpc::Server::builder()
             .add_service(pb::greeter_server::GreeterServer::with_interceptor(
                 FastGreeter,
@@ -415,26 +384,26 @@ impl Middleware for Intercepted {
     }
 }
 
-impl Middleware for Layered {
+impl ReadyRow for RoutesLayered {
     const NAME: &'static str = "routes_layered";
-    fn routes() -> fastgrpc::server::Routes {
+    type Service = fastgrpc::server::Routes;
+    fn service() -> Self::Service {
         fastgrpc::Server::builder()
             .layer(tower_layer::Identity::new())
-            .add_service(pb::greeter_server::GreeterServer::new(FastGreeter))
+            .add_service(GeneratedFast::service())
             .into_routes()
     }
 }
 
-impl<K: Middleware> Routed<K> {
+impl<K: ReadyRow> Ready<K> {
     fn new() -> Self {
-        Routed {
-            routes: K::routes(),
-            kind: std::marker::PhantomData,
+        Ready {
+            service: K::service(),
         }
     }
 }
 
-impl<K: Middleware> Case for Routed<K> {
+impl<K: ReadyRow> Case for Ready<K> {
     const NAME: &'static str = K::NAME;
     type Input = http::Request<RequestBody>;
     type Output = Reply;
@@ -445,9 +414,9 @@ impl<K: Middleware> Case for Routed<K> {
 
     #[inline(never)]
     fn serve(&mut self, request: Self::Input) -> Reply {
-        let response = FastService::call(&self.routes, request)
+        let response = FastService::call(&self.service, request)
             .into_ready()
-            .expect("middleware that lets a ready call through keeps it ready");
+            .expect("a strict call to a ready handler is ready");
         let Ok(response) = response;
         collect(response.into_body())
     }
@@ -555,12 +524,12 @@ struct Cases {
     encode: EncodeReply,
     unmarshal: UnmarshalStrict,
     chained: UnmarshalStrictChained,
-    fast: GeneratedFast,
-    async_fn: GeneratedAsync,
+    fast: Ready<GeneratedFast>,
+    async_fn: Ready<GeneratedAsync>,
     pending: GeneratedPending,
-    routed: Routed<Bare>,
-    intercepted: Routed<Intercepted>,
-    layered: Routed<Layered>,
+    routed: Ready<RoutesFast>,
+    intercepted: Ready<RoutesIntercepted>,
+    layered: Ready<RoutesLayered>,
     tonic: TonicUnary,
 }
 
@@ -570,19 +539,15 @@ impl Cases {
             encode: EncodeReply,
             unmarshal: UnmarshalStrict,
             chained: UnmarshalStrictChained,
-            fast: GeneratedReady {
-                server: pb::greeter_server::GreeterServer::new(FastGreeter),
-            },
-            async_fn: GeneratedReady {
-                server: pb::greeter_server::GreeterServer::new(AsyncGreeter),
-            },
+            fast: Ready::new(),
+            async_fn: Ready::new(),
             pending: GeneratedPending {
                 server: pb::greeter_server::GreeterServer::new(PendingGreeter),
                 runtime: current_thread_runtime(),
             },
-            routed: Routed::new(),
-            intercepted: Routed::new(),
-            layered: Routed::new(),
+            routed: Ready::new(),
+            intercepted: Ready::new(),
+            layered: Ready::new(),
             tonic: TonicUnary {
                 server: tonic_pb::greeter_server::GreeterServer::new(TonicGreeter),
                 runtime: current_thread_runtime(),
@@ -612,9 +577,9 @@ fn main() {
             GeneratedFast::NAME => iterate(&mut cases.fast, iterations),
             GeneratedAsync::NAME => iterate(&mut cases.async_fn, iterations),
             GeneratedPending::NAME => iterate(&mut cases.pending, iterations),
-            Bare::NAME => iterate(&mut cases.routed, iterations),
-            Intercepted::NAME => iterate(&mut cases.intercepted, iterations),
-            Layered::NAME => iterate(&mut cases.layered, iterations),
+            RoutesFast::NAME => iterate(&mut cases.routed, iterations),
+            RoutesIntercepted::NAME => iterate(&mut cases.intercepted, iterations),
+            RoutesLayered::NAME => iterate(&mut cases.layered, iterations),
             TonicUnary::NAME => iterate(&mut cases.tonic, iterations),
             other => panic!(
                 "ROW={other:?}: expected one of encode_reply, unmarshal_strict, \
