@@ -24,7 +24,7 @@ use fastgrpc::body::RequestBody;
 use fastgrpc::codec::{self, DEFAULT_MAX_RECEIVE_MESSAGE_SIZE, FRAME_HEADER_LEN};
 use fastgrpc::compression::{self, AcceptEncoding, CompressionEncoding, EncodingList};
 use fastgrpc::deadline::{self, Deadline};
-use fastgrpc::handler::HandlerConfig;
+use fastgrpc::handler::{HandlerConfig, InlineMode, MethodCosts};
 use fastgrpc::{Code, Status, Streaming};
 use http::{HeaderMap, HeaderName, HeaderValue};
 use http_body::Body;
@@ -654,8 +654,10 @@ pub fn unary_call(data: &[u8]) {
         accept_compression: encoding_list(*flags),
         send_compression: encoding_list(flags >> 3),
         receive_idle_timeout: None,
-        inline: true,
+        inline: InlineMode::Always,
+        ..HandlerConfig::default()
     };
+    let costs = MethodCosts::new(1);
     let echo_metadata = flags & 0x40 != 0;
     let body = Bytes::copy_from_slice(body);
     let mut request = request
@@ -676,14 +678,18 @@ pub fn unary_call(data: &[u8]) {
     let reply_encoding =
         compression::response_encoding(&headers, config.send_compression.as_slice());
 
-    let call = fastgrpc::handler::unary::<Tree, Tree, _, _>(request, &config, move |request| {
-        let (metadata, _, message) = request.into_parts();
-        let mut reply = fastgrpc::Response::new(message);
-        if echo_metadata {
-            *reply.metadata_mut() = metadata;
-        }
-        std::future::ready(Ok(reply))
-    });
+    let call = fastgrpc::handler::unary::<Tree, Tree, _, _>(
+        request,
+        config.method(&costs, 0),
+        move |request| {
+            let (metadata, _, message) = request.into_parts();
+            let mut reply = fastgrpc::Response::new(message);
+            if echo_metadata {
+                *reply.metadata_mut() = metadata;
+            }
+            std::future::ready(Ok(reply))
+        },
+    );
     let response = ready(call, "unary call").expect("infallible");
     let (parts, mut body) = response.into_parts();
     assert_eq!(parts.status, http::StatusCode::OK);

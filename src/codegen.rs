@@ -14,8 +14,8 @@ pub use crate::body::{RequestBody, ResponseBody};
 pub use crate::codec::Streaming;
 pub use crate::compression::CompressionEncoding;
 pub use crate::handler::{
-    HandlerConfig, ResponseFuture, client_streaming, server_streaming, streaming, unary,
-    unimplemented_method,
+    HandlerConfig, InlineMode, MethodCosts, ResponseFuture, client_streaming, server_streaming,
+    streaming, unary, unimplemented_method,
 };
 pub use crate::server::{FastService, Intercepted, Interceptor, NamedService};
 pub use crate::{FastFuture, RpcFuture};

@@ -56,10 +56,11 @@ fn server_module(
         .filter(|m| m.server_streaming)
         .map(stream_type);
     let trait_methods = service.methods.iter().map(|m| trait_method(service, m));
-    let routes = service.methods.iter().map(|m| {
+    let routes = service.methods.iter().enumerate().map(|(index, m)| {
         let spawned = spawned_methods.contains(&format!("{full_name}.{}", m.proto_name));
-        route(service, m, spawned)
+        route(service, m, index, spawned)
     });
+    let method_count = service.methods.len();
     let module_doc =
         format!(" Server side of `{full_name}`: the trait to implement and its server.");
     let server_doc = format!(
@@ -82,6 +83,7 @@ fn server_module(
             pub struct #server<T> {
                 inner: Arc<T>,
                 config: HandlerConfig,
+                costs: MethodCosts,
             }
 
             impl<T: #trait_name> #server<T> {
@@ -92,7 +94,7 @@ fn server_module(
 
                 /// Hosts a `service` that is shared with other owners.
                 pub fn from_arc(service: Arc<T>) -> Self {
-                    Self { inner: service, config: HandlerConfig::default() }
+                    Self { inner: service, config: HandlerConfig::default(), costs: MethodCosts::new(#method_count) }
                 }
 
                 /// Hosts `service` behind `interceptor`, which sees each call's metadata and
@@ -128,11 +130,21 @@ fn server_module(
                     self
                 }
 
-                /// Whether calls start inline, on the connection's thread (the default), or in
-                /// a spawned task. Turn it off for services whose handlers compute for long:
-                /// inline, they would hold up the other calls of their connection.
+                /// Where calls start, overriding the adaptive default: `true` always inline,
+                /// on the connection's thread, however long they compute; `false` always in a
+                /// spawned task. By default each method starts its calls inline while they
+                /// are cheap and spawns them once they compute for longer than
+                /// [`inline_cost_limit`](Self::inline_cost_limit).
                 pub fn run_inline(mut self, enabled: bool) -> Self {
-                    self.config.inline = enabled;
+                    self.config.inline = if enabled { InlineMode::Always } else { InlineMode::Never };
+                    self
+                }
+
+                /// With adaptive inline (the default), spawns the calls of a method whose
+                /// calls are estimated to compute for longer than `limit` before they answer
+                /// or first wait (default 25 µs).
+                pub fn inline_cost_limit(mut self, limit: Duration) -> Self {
+                    self.config.inline_cost_limit = limit;
                     self
                 }
 
@@ -146,7 +158,7 @@ fn server_module(
 
             impl<T> Clone for #server<T> {
                 fn clone(&self) -> Self {
-                    Self { inner: Arc::clone(&self.inner), config: self.config }
+                    Self { inner: Arc::clone(&self.inner), config: self.config, costs: self.costs.clone() }
                 }
             }
 
@@ -231,7 +243,7 @@ fn trait_method(service: &Service, method: &Method) -> TokenStream {
     }
 }
 
-fn route(service: &Service, method: &Method, spawned: bool) -> TokenStream {
+fn route(service: &Service, method: &Method, index: usize, spawned: bool) -> TokenStream {
     let name = rust_ident(&method.name);
     let path = format!("/{}/{}", full_service_name(service), method.proto_name);
     let handler = match (method.client_streaming, method.server_streaming) {
@@ -241,9 +253,9 @@ fn route(service: &Service, method: &Method, spawned: bool) -> TokenStream {
         (true, true) => quote! { streaming },
     };
     let config = if spawned {
-        quote! { &HandlerConfig { inline: false, ..self.config } }
+        quote! { self.config.method(&self.costs, #index).spawned() }
     } else {
-        quote! { &self.config }
+        quote! { self.config.method(&self.costs, #index) }
     };
     quote! {
         #path => {
@@ -358,14 +370,14 @@ mod tests {
         let code = server_module(&runtime, &service, &["pkg.Svc.Heavy".to_owned()]).to_string();
         let heavy = code.find("\"/pkg.Svc/Heavy\"").unwrap();
         let light = code.find("\"/pkg.Svc/Light\"").unwrap();
-        let inline_off = code
-            .find("inline : false")
+        let spawned = code
+            .find(". spawned ()")
             .expect("the spawned method turns inline off");
         assert!(
-            heavy < inline_off && inline_off < light,
+            heavy < spawned && spawned < light,
             "only Heavy's route does"
         );
-        assert_eq!(code.matches("inline : false").count(), 1);
+        assert_eq!(code.matches(". spawned ()").count(), 1);
     }
 
     #[test]

@@ -3,9 +3,13 @@
 //! Generated code stays small and readable because everything a call does besides invoking the
 //! user's method lives here, written once.
 
+mod adaptive;
+mod contain;
 mod streaming;
 mod unary;
 
+pub use self::adaptive::{InlineMode, MethodConfig, MethodCosts};
+pub(crate) use self::contain::{Contained, Panic, panic_status};
 pub use self::streaming::{client_streaming, server_streaming, streaming};
 pub use self::unary::unary;
 
@@ -54,9 +58,16 @@ pub struct HandlerConfig {
     /// How long a request stream may stay silent before the call fails with
     /// `DEADLINE_EXCEEDED`; `None` (the default) waits as long as the call lasts.
     pub receive_idle_timeout: Option<Duration>,
-    /// Whether the user's method is first polled inline, on the connection's thread (the
-    /// default), or only in a spawned task. See [`HandlerConfig::invoke`].
-    pub inline: bool,
+    /// Where calls start: inline on the connection's thread while they are cheap (the
+    /// default), always inline, or always in a spawned task. See [`InlineMode`].
+    ///
+    /// Inline is right for handlers that answer quickly or wait on I/O. A handler that computes
+    /// for long holds up the other streams of its connection while it runs inline; spawned, it
+    /// runs on any worker thread, in parallel with the connection and its other calls.
+    pub inline: InlineMode,
+    /// With [`InlineMode::Adaptive`], a method whose calls are estimated to compute for longer
+    /// than this in their first poll starts them in spawned tasks (default 25 µs).
+    pub inline_cost_limit: Duration,
 }
 
 impl Default for HandlerConfig {
@@ -67,28 +78,8 @@ impl Default for HandlerConfig {
             accept_compression: EncodingList::new(),
             send_compression: EncodingList::new(),
             receive_idle_timeout: None,
-            inline: true,
-        }
-    }
-}
-
-impl HandlerConfig {
-    /// The `impl` step: the user's method future, polled once on the spot when `inline` (a
-    /// method that answers without waiting is then served with no task at all), or left
-    /// unpolled so the connection driver spawns it.
-    ///
-    /// Inline is right for handlers that answer quickly or wait on I/O. A handler that computes
-    /// for long holds up the other streams of its connection while it runs inline; spawned, it
-    /// runs on any worker thread, in parallel with the connection and its other calls.
-    pub fn invoke<T, F>(&self, method: F) -> FastFuture<T, Status>
-    where
-        T: Send + 'static,
-        F: std::future::Future<Output = Result<T, Status>> + Send + 'static,
-    {
-        if self.inline {
-            FastFuture::from_future(method)
-        } else {
-            FastFuture::boxed(method)
+            inline: InlineMode::Adaptive,
+            inline_cost_limit: adaptive::DEFAULT_INLINE_COST_LIMIT,
         }
     }
 }

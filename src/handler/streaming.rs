@@ -14,7 +14,7 @@ use tonic::Status;
 
 use super::unary::{call_with_message, marshal};
 use super::{
-    HandlerConfig, Invoked, ReplyCodec, RequestHead, ResponseFuture, reply_headers, respond,
+    Invoked, MethodConfig, ReplyCodec, RequestHead, ResponseFuture, reply_headers, respond,
 };
 use crate::FastFuture;
 use crate::body::{RequestBody, ResponseBody};
@@ -25,7 +25,7 @@ use crate::metadata::Trailers;
 /// Serves a call with one request and a stream of replies.
 pub fn server_streaming<Req, Resp, S, M, F>(
     request: http::Request<RequestBody>,
-    config: &HandlerConfig,
+    config: MethodConfig<'_>,
     method: M,
 ) -> ResponseFuture
 where
@@ -44,7 +44,7 @@ where
 /// Serves a call with a stream of requests and one reply.
 pub fn client_streaming<Req, Resp, M, F>(
     request: http::Request<RequestBody>,
-    config: &HandlerConfig,
+    config: MethodConfig<'_>,
     method: M,
 ) -> ResponseFuture
 where
@@ -63,7 +63,7 @@ where
 /// Serves a call with a stream of requests and a stream of replies.
 pub fn streaming<Req, Resp, S, M, F>(
     request: http::Request<RequestBody>,
-    config: &HandlerConfig,
+    config: MethodConfig<'_>,
     method: M,
 ) -> ResponseFuture
 where
@@ -84,7 +84,7 @@ where
 /// encoding to marshal it with.
 fn call_with_stream<Req, T, M, F>(
     request: http::Request<RequestBody>,
-    config: &HandlerConfig,
+    config: MethodConfig<'_>,
     method: M,
 ) -> Invoked<T>
 where
@@ -93,9 +93,10 @@ where
     F: Future<Output = Result<tonic::Response<T>, Status>> + Send + 'static,
 {
     let (parts, body) = request.into_parts();
-    let encodings = config.negotiate(&parts.headers)?;
-    let messages = Streaming::new(body, config.max_receive_message_size, encodings.request)
-        .with_idle_timeout(config.receive_idle_timeout);
+    let settings = &config.config;
+    let encodings = settings.negotiate(&parts.headers)?;
+    let messages = Streaming::new(body, settings.max_receive_message_size, encodings.request)
+        .with_idle_timeout(settings.receive_idle_timeout);
     let request = RequestHead::new(parts).into_request(messages);
     Ok((config.invoke(method(request)), encodings.reply))
 }

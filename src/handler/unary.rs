@@ -10,8 +10,9 @@ use std::future::Future;
 use prost::Message;
 use tonic::Status;
 
+use super::adaptive::invoke_in_task;
 use super::{
-    HandlerConfig, Invoked, ReplyCodec, RequestHead, ResponseFuture, reply_headers, respond,
+    Invoked, MethodConfig, ReplyCodec, RequestHead, ResponseFuture, reply_headers, respond,
 };
 use crate::FastFuture;
 use crate::body::{RequestBody, ResponseBody};
@@ -26,7 +27,7 @@ use crate::status;
 /// [`tonic::Request`] carrying the request metadata and extensions.
 pub fn unary<Req, Resp, M, F>(
     request: http::Request<RequestBody>,
-    config: &HandlerConfig,
+    config: MethodConfig<'_>,
     method: M,
 ) -> ResponseFuture
 where
@@ -47,7 +48,7 @@ where
 /// marshal it with.
 pub(super) fn call_with_message<Req, T, M, F>(
     request: http::Request<RequestBody>,
-    config: &HandlerConfig,
+    method_config: MethodConfig<'_>,
     method: M,
 ) -> Invoked<T>
 where
@@ -58,10 +59,17 @@ where
 {
     let (parts, body) = request.into_parts();
     let head = RequestHead::new(parts);
-    let config = *config;
+    let config = &method_config.config;
     let encodings = config.negotiate(&head.headers)?;
-    let reply = unmarshal::<Req>(body, config.max_receive_message_size, encodings.request)
-        .and_then(move |decoded| config.invoke(method(decoded.into_request(head))));
+    let decoded = unmarshal::<Req>(body, config.max_receive_message_size, encodings.request);
+    let reply = match decoded.into_ready() {
+        Ok(Ok(decoded)) => method_config.invoke(method(decoded.into_request(head))),
+        Ok(Err(status)) => FastFuture::err(status),
+        // The call waits for its body, so it is spawned already.
+        Err(pending) => {
+            pending.and_then(move |decoded| invoke_in_task(method(decoded.into_request(head))))
+        }
+    };
     Ok((reply, encodings.reply))
 }
 

@@ -3,7 +3,6 @@
 //! behind the [`FastService`] interface, so such a call that completes at once is still answered
 //! inline.
 
-use std::convert::Infallible;
 use std::sync::Mutex;
 
 use bytes::Bytes;
@@ -14,7 +13,7 @@ use tower_service::Service;
 use super::service::FastService;
 use crate::FastFuture;
 use crate::body::{RequestBody, ResponseBody};
-use crate::handler::ResponseFuture;
+use crate::handler::{Contained, ResponseFuture};
 use crate::status;
 
 /// Errors of tower services and bodies, as tower passes them around.
@@ -76,12 +75,14 @@ impl<S: TowerService> FastService for Hosted<S> {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .clone();
-        FastFuture::from_future(async move {
-            Ok::<_, Infallible>(match service.oneshot(request).await {
-                Ok(response) => S::into_http(response).map(ResponseBody::new),
-                Err(error) => status::response(&error_status(error.into())),
-            })
-        })
+        // The service is user code: a panic in it ends this call only.
+        FastFuture::from_future(Contained::new(async move {
+            match service.oneshot(request).await {
+                Ok(response) => Ok(S::into_http(response).map(ResponseBody::new)),
+                Err(error) => Err(error_status(error.into())),
+            }
+        }))
+        .recover(|status| status::response(&status))
     }
 }
 
