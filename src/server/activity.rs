@@ -23,6 +23,7 @@ pub struct ServerStats {
 struct Counts {
     connections: AtomicUsize,
     call_tasks: AtomicUsize,
+    call_tasks_spawned: AtomicU64,
 }
 
 impl ServerStats {
@@ -35,6 +36,12 @@ impl ServerStats {
     /// outlasted the poll they started in. Calls answered inline need none.
     pub fn call_tasks(&self) -> usize {
         self.counts.call_tasks.load(Ordering::Acquire)
+    }
+
+    /// Tasks spawned to finish calls since the server was built: calls answered inline add
+    /// nothing here, a call whose handler waits (or that was sent to a task) adds one.
+    pub fn call_tasks_spawned(&self) -> u64 {
+        self.counts.call_tasks_spawned.load(Ordering::Acquire)
     }
 
     /// Counts a connection until the returned guard is dropped.
@@ -129,11 +136,9 @@ struct CallGuard {
 impl CallGuard {
     fn new(activity: Arc<Activity>) -> Self {
         activity.outstanding.fetch_add(1, Ordering::AcqRel);
-        activity
-            .stats
-            .counts
-            .call_tasks
-            .fetch_add(1, Ordering::AcqRel);
+        let counts = &activity.stats.counts;
+        counts.call_tasks.fetch_add(1, Ordering::AcqRel);
+        counts.call_tasks_spawned.fetch_add(1, Ordering::AcqRel);
         CallGuard { activity }
     }
 }
@@ -166,7 +171,7 @@ mod tests {
             let _ = released.await;
         });
         tokio::task::yield_now().await;
-        assert_eq!(stats.call_tasks(), 1);
+        assert_eq!((stats.call_tasks(), stats.call_tasks_spawned()), (1, 1));
 
         let started = Instant::now();
         let idle_watch = tokio::spawn({
@@ -178,7 +183,7 @@ mod tests {
         assert!(!idle_watch.is_finished());
         release.send(()).unwrap();
         idle_watch.await.unwrap();
-        assert_eq!(stats.call_tasks(), 0);
+        assert_eq!((stats.call_tasks(), stats.call_tasks_spawned()), (0, 1));
         let waited = started.elapsed();
         assert!(
             waited >= Duration::from_secs(40) && waited < Duration::from_secs(41),

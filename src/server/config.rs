@@ -23,6 +23,9 @@ pub(crate) struct ConnectionConfig {
     pub(crate) max_connection_idle: Option<Duration>,
     /// How long calls may go on after GOAWAY (age or shutdown) before the connection is closed.
     pub(crate) drain_grace: Option<Duration>,
+    /// How long one poll of a connection may serve calls inline before it sends what is
+    /// answered and lets the worker's other tasks run.
+    pub(crate) inline_budget: Duration,
 }
 
 /// HTTP/2 keepalive pings: one every `interval`, each to be answered within `timeout`.
@@ -57,6 +60,10 @@ impl Default for ConnectionConfig {
             max_connection_age: None,
             max_connection_idle: None,
             drain_grace: None,
+            // Small against a network round trip, large against a light call (a few
+            // microseconds): a batch of light calls fits many times over, and a batch of heavy
+            // ones lets its first answers go after about this much work.
+            inline_budget: Duration::from_micros(500),
         }
     }
 }

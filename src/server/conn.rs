@@ -8,12 +8,18 @@
 //!
 //! A stream whose response is ready is answered inside that poll, on the connection's thread:
 //! no task, no box, no waker. A stream whose response is pending moves to a spawned task.
+//!
+//! Inline work is bounded: once a poll has served calls for the connection's inline budget,
+//! the driver sends what is answered and yields to the worker's other tasks, and the streams
+//! still queued wait for the next poll. A batch of slow calls thus answers as it goes, and
+//! the other connections on the worker are not held up.
 
+use std::collections::VecDeque;
 use std::future::poll_fn;
 use std::panic::{self, AssertUnwindSafe};
 use std::pin::{Pin, pin};
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use http_body::Body;
@@ -33,7 +39,7 @@ use super::config::{Keepalive, jittered};
 use super::connect_info::ConnectInfo;
 use crate::body::{Outgoing, RequestBody, ResponseBody};
 use crate::deadline::{self, Deadline};
-use crate::handler::ResponseFuture;
+use crate::handler::{Panic, ResponseFuture, panic_status};
 use crate::status;
 
 /// How many accept-and-answer rounds one poll may run before letting other tasks in.
@@ -76,7 +82,7 @@ pub(crate) async fn serve<IO>(
         shared: shared.clone(),
         activity: Arc::clone(&activity),
         connect_info,
-        batch: Vec::new(),
+        queue: VecDeque::new(),
     };
     let result = tokio::select! {
         result = poll_fn(|cx| driver.poll(&mut conn, cx)) => result,
@@ -147,7 +153,14 @@ async fn unanswered_ping(ping_pong: Option<h2::PingPong>, keepalive: Option<Keep
     }
 }
 
-type Stream = (http::Request<RecvStream>, SendResponse<Bytes>);
+/// A stream h2 has handed over, waiting in the driver's queue for its call to start.
+struct Accepted {
+    parts: http::request::Parts,
+    recv: RecvStream,
+    respond: SendResponse<Bytes>,
+    /// From `grpc-timeout` and the server's default, counted from when the stream was accepted.
+    deadline: Option<Deadline>,
+}
 
 struct Driver {
     shared: Arc<Shared>,
@@ -155,8 +168,9 @@ struct Driver {
     activity: Arc<Activity>,
     /// What every request of this connection gets in its extensions, if anything.
     connect_info: Option<ConnectInfo>,
-    /// Streams accepted in this round; kept between polls so its buffer is allocated once.
-    batch: Vec<Stream>,
+    /// Streams accepted and not yet served, oldest first. A poll whose inline budget ran out
+    /// leaves the rest here for the next; kept between polls so its buffer is allocated once.
+    queue: VecDeque<Accepted>,
 }
 
 impl Driver {
@@ -168,58 +182,107 @@ impl Driver {
     where
         IO: AsyncRead + AsyncWrite + Unpin,
     {
+        let budget = self.shared.connection.inline_budget;
+        // When this poll started serving calls: the clock is read once per poll that serves
+        // any, and once after each call.
+        let mut serving_since = None;
         for _ in 0..ROUNDS_PER_POLL {
             // Polling the connection also flushes what the previous round queued.
-            let closed = loop {
-                match conn.poll_accept(cx) {
-                    Poll::Ready(Some(Ok(stream))) => self.batch.push(stream),
-                    Poll::Ready(Some(Err(error))) => return Poll::Ready(Err(error)),
-                    Poll::Ready(None) => break true,
-                    Poll::Pending => break false,
-                }
-            };
-            if closed {
-                return Poll::Ready(Ok(()));
+            if let Poll::Ready(ended) = self.accept(conn, cx) {
+                return Poll::Ready(ended);
             }
-            if self.batch.is_empty() {
+            if self.queue.is_empty() {
                 return Poll::Pending;
             }
             if self.shared.connection.max_connection_idle.is_some() {
                 self.activity.touch();
             }
-            for (request, respond) in self.batch.drain(..) {
+            let since = *serving_since.get_or_insert_with(std::time::Instant::now);
+            while let Some(stream) = self.queue.pop_front() {
                 serve_stream(
                     &self.shared,
                     &self.activity,
                     self.connect_info.as_ref(),
-                    request,
-                    respond,
+                    stream,
                     cx,
                 );
+                if since.elapsed() >= budget {
+                    // Send what is answered, then let the worker's other tasks run; the
+                    // streams still queued go on in the next poll.
+                    if let Poll::Ready(ended) = self.accept(conn, cx) {
+                        return Poll::Ready(ended);
+                    }
+                    cx.waker().wake_by_ref();
+                    return Poll::Pending;
+                }
             }
         }
         // Streams keep arriving: yield to other tasks, and come back at once.
         cx.waker().wake_by_ref();
         Poll::Pending
     }
+
+    /// Queues every stream h2 has ready, until it has none (by then all bytes the socket had
+    /// were read, so most request bodies are complete); ready when the connection has ended.
+    fn accept<IO>(
+        &mut self,
+        conn: &mut Connection<IO, Bytes>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<(), h2::Error>>
+    where
+        IO: AsyncRead + AsyncWrite + Unpin,
+    {
+        loop {
+            match conn.poll_accept(cx) {
+                Poll::Ready(Some(Ok((request, respond)))) => {
+                    let (mut parts, recv) = request.into_parts();
+                    match call_deadline(&mut parts, self.shared.default_timeout) {
+                        Ok(deadline) => self.queue.push_back(Accepted {
+                            parts,
+                            recv,
+                            respond,
+                            deadline,
+                        }),
+                        Err(status) => {
+                            let response = status::response(&status);
+                            send_inline(response, respond, None, &self.activity, cx);
+                        }
+                    }
+                }
+                Poll::Ready(Some(Err(error))) => return Poll::Ready(Err(error)),
+                Poll::Ready(None) => return Poll::Ready(Ok(())),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
 }
 
-/// Answers one stream: inline if its response is ready, from a spawned task otherwise.
+/// Answers one stream: inline if its response is ready, from a spawned task otherwise. A
+/// stream the client has reset already is dropped, and one whose deadline has passed is
+/// answered `DEADLINE_EXCEEDED`, both without starting the call.
 fn serve_stream(
     shared: &Shared,
     activity: &Arc<Activity>,
     connect_info: Option<&ConnectInfo>,
-    request: http::Request<RecvStream>,
-    respond: SendResponse<Bytes>,
+    stream: Accepted,
     cx: &mut Context<'_>,
 ) {
-    let (mut parts, recv) = request.into_parts();
-    let deadline = match call_deadline(&mut parts, shared.default_timeout) {
-        Ok(deadline) => deadline,
-        Err(status) => {
-            return send_inline(status::response(&status), respond, None, activity, cx);
-        }
-    };
+    let Accepted {
+        mut parts,
+        recv,
+        mut respond,
+        deadline,
+    } = stream;
+    // A no-op waker: the driver only looks. Were it registered, later changes to the stream
+    // would wake the connection for nothing.
+    if let Poll::Ready(reason) = respond.poll_reset(&mut Context::from_waker(Waker::noop())) {
+        tracing::debug!(?reason, "client reset the stream before its call started");
+        return;
+    }
+    if deadline.is_some_and(Deadline::is_expired) {
+        let response = status::response(&deadline_exceeded());
+        return send_inline(response, respond, None, activity, cx);
+    }
     if let Some(info) = connect_info {
         #[cfg(feature = "tonic-remote-addr")]
         insert_tonic_connect_info(&mut parts.extensions, info);
@@ -229,7 +292,10 @@ fn serve_stream(
     let response = panic::catch_unwind(AssertUnwindSafe(|| shared.service.call(request)))
         .unwrap_or_else(|panic| ResponseFuture::ok(panic_response(panic)));
     match response.into_ready() {
-        Ok(Ok(response)) => send_inline(response, respond, deadline, activity, cx),
+        Ok(Ok(response)) => {
+            let response = within_deadline(response, deadline);
+            send_inline(response, respond, deadline, activity, cx)
+        }
         Ok(Err(never)) => match never {},
         Err(pending) => activity.spawn(finish_pending(pending, respond, deadline)),
     }
@@ -274,16 +340,31 @@ fn deadline_exceeded() -> Status {
     Status::deadline_exceeded("the call's deadline passed before it completed")
 }
 
+/// `response`, unless it came after the call's deadline: then `DEADLINE_EXCEEDED`, whether it
+/// was answered inline or from a task (the client has stopped waiting, or is about to).
+fn within_deadline(
+    response: http::Response<ResponseBody>,
+    deadline: Option<Deadline>,
+) -> http::Response<ResponseBody> {
+    match deadline {
+        Some(deadline) if deadline.is_expired() => status::response(&deadline_exceeded()),
+        _ => response,
+    }
+}
+
 /// Completes a pending call; drops it when the client resets the stream or the deadline
-/// passes first.
+/// passes first (a deadline that passed before the task ran stops the call from starting).
 async fn finish_pending(
     response: ResponseFuture,
     mut respond: SendResponse<Bytes>,
     deadline: Option<Deadline>,
 ) {
-    let response = {
+    let response = if deadline.is_some_and(Deadline::is_expired) {
+        Ok(Ok(status::response(&deadline_exceeded())))
+    } else {
         let mut response = pin!(AssertUnwindSafe(response).catch_unwind());
         let reset = poll_fn(|cx| respond.poll_reset(cx));
+        // The call first: a handler reading its requests sees a reset as CANCELLED.
         tokio::select! {
             biased;
             response = response.as_mut() => response,
@@ -295,7 +376,7 @@ async fn finish_pending(
         }
     };
     let (response, deadline) = match response {
-        Ok(Ok(response)) => (response, deadline),
+        Ok(Ok(response)) => (within_deadline(response, deadline), deadline),
         Ok(Err(never)) => match never {},
         Err(panic) => (panic_response(panic), None),
     };
@@ -457,9 +538,6 @@ async fn pump_frames(stream: &mut SendStream<Bytes>, mut body: ResponseBody) {
     }
 }
 
-/// A panic caught from a handler's code.
-type Panic = Box<dyn std::any::Any + Send>;
-
 /// A frame of a reply body, or the panic of the handler's stream that was producing it.
 type Polled = Result<Option<Result<http_body::Frame<Bytes>, Status>>, Panic>;
 
@@ -527,18 +605,6 @@ fn log_send_error(result: Result<(), h2::Error>) {
 }
 
 /// A handler panicked: the call ends with `INTERNAL`; the connection and its other calls live on.
-fn panic_response(panic: Box<dyn std::any::Any + Send>) -> http::Response<ResponseBody> {
+fn panic_response(panic: Panic) -> http::Response<ResponseBody> {
     status::response(&panic_status(panic))
-}
-
-/// Logs a handler's panic and gives the status the client gets for it. The panic message stays
-/// in the server's log: it may tell more than a client should know.
-fn panic_status(panic: Box<dyn std::any::Any + Send>) -> Status {
-    let detail = panic
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("non-string panic payload");
-    tracing::error!(panic = detail, "a gRPC handler panicked");
-    Status::internal("the handler panicked")
 }

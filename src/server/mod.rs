@@ -179,6 +179,18 @@ impl Builder {
         self
     }
 
+    /// How long one poll of a connection may run calls inline, on the connection's thread,
+    /// before it sends the answers it has and lets the worker's other tasks (other connections,
+    /// spawned calls) run; the calls left wait for the next poll (default 500 µs).
+    ///
+    /// The budget is checked between calls, so a single call that computes for longer still
+    /// runs to its end; methods whose calls do are moved to spawned tasks by adaptive inline
+    /// (see the generated server's `inline_cost_limit`).
+    pub fn inline_budget(mut self, budget: Duration) -> Self {
+        self.connection.inline_budget = budget;
+        self
+    }
+
     /// The HTTP/2 flow-control window of each stream (default 1 MiB).
     pub fn initial_stream_window_size(mut self, size: u32) -> Self {
         self.connection.initial_stream_window_size = size;
