@@ -15,9 +15,11 @@
 //! (`""` and `helloworld.Greeter` are SERVING) for probes and load balancers, and server
 //! reflection (v1 and v1alpha) for tools such as `grpcurl list`.
 //!
-//! For benchmarks: `--work-us N` makes every call compute for N microseconds first (a
-//! CPU-heavy handler), and `--no-inline` starts calls in spawned tasks instead of inline on
-//! the connection's thread (`run_inline(false)`).
+//! For benchmarks: `--work-us N` makes every `SayHello` compute for N microseconds first (a
+//! CPU-heavy handler). Calls start as adaptive inline decides (inline while they are cheap);
+//! `--no-inline` starts every call in a spawned task (`run_inline(false)`), `--always-inline`
+//! every call inline on the connection's thread (`run_inline(true)`), and `--inline-budget-us N`
+//! sets how long one poll of a connection may run calls inline (`Builder::inline_budget`).
 
 use std::future::Future;
 use std::time::Duration;
@@ -96,7 +98,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut addr = "127.0.0.1:50051".parse()?;
     let mut workers = None;
     let mut work = std::time::Duration::ZERO;
-    let mut inline = true;
+    let mut inline = None;
+    let mut inline_budget = None;
     let mut max_connection_age = None;
     let mut drain_grace = None;
     let mut shutdown_delay = Duration::ZERO;
@@ -107,13 +110,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--addr" => addr = value()?.parse()?,
             "--workers" => workers = Some(value()?.parse::<usize>()?),
             "--work-us" => work = std::time::Duration::from_micros(value()?.parse()?),
-            "--no-inline" => inline = false,
+            "--no-inline" => inline = Some(false),
+            "--always-inline" => inline = Some(true),
+            "--inline-budget-us" => {
+                inline_budget = Some(Duration::from_micros(value()?.parse()?));
+            }
             "--max-connection-age" => max_connection_age = Some(seconds(&value()?)?),
             "--drain-grace" => drain_grace = Some(seconds(&value()?)?),
             "--shutdown-delay" => shutdown_delay = seconds(&value()?)?,
             "-h" | "--help" => {
                 println!(
-                    "usage: greeter_server [--addr HOST:PORT] [--workers N] [--work-us N] [--no-inline] \
+                    "usage: greeter_server [--addr HOST:PORT] [--workers N] [--work-us N] [--no-inline | --always-inline] [--inline-budget-us N] \
                      [--max-connection-age SECS] [--drain-grace SECS] [--shutdown-delay SECS]"
                 );
                 return Ok(());
@@ -159,11 +166,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if let Some(grace) = drain_grace {
             server = server.drain_grace(grace);
         }
+        if let Some(budget) = inline_budget {
+            server = server.inline_budget(budget);
+        }
+        let mut greeter = GreeterServer::new(MyGreeter { work });
+        if let Some(inline) = inline {
+            greeter = greeter.run_inline(inline);
+        }
         let (health, health_service) = tonic_health::server::health_reporter();
         health.set_serving::<GreeterServer<MyGreeter>>().await;
         println!("greeter listening on {addr}");
         server
-            .add_service(GreeterServer::new(MyGreeter { work }).run_inline(inline))
+            .add_service(greeter)
             .add_tower_service(health_service)
             .add_tower_service(reflection_v1)
             .add_tower_service(reflection_v1alpha)
