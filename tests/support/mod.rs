@@ -274,3 +274,48 @@ pub async fn say_hello(
         .await?;
     Ok(reply.into_inner().message)
 }
+
+/// Raw HTTP/2 bytes, for exchanges whose framing a client library would not produce (or not in
+/// one write): the client preface, and a gRPC call's frames, header block uncompressed.
+pub mod raw_frames {
+    /// The client connection preface and an empty SETTINGS frame.
+    pub const PREFACE: &[u8] =
+        b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00";
+
+    /// A frame of `kind` with `flags` on `stream` carrying `payload`.
+    pub fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+        let mut frame = (payload.len() as u32).to_be_bytes()[1..].to_vec();
+        frame.extend_from_slice(&[kind, flags]);
+        frame.extend_from_slice(&stream.to_be_bytes());
+        frame.extend_from_slice(payload);
+        frame
+    }
+
+    /// HEADERS (END_HEADERS) of a gRPC POST to `path`: HPACK literals, no Huffman coding.
+    pub fn grpc_headers(stream: u32, authority: &str, path: &str) -> Vec<u8> {
+        fn literal(block: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+            block.push(0x00); // literal without indexing, new name
+            block.push(name.len() as u8);
+            block.extend_from_slice(name);
+            block.push(value.len() as u8);
+            block.extend_from_slice(value);
+        }
+        // :method POST and :scheme http from the static table.
+        let mut block = vec![0x83, 0x86];
+        literal(&mut block, b":path", path.as_bytes());
+        literal(&mut block, b":authority", authority.as_bytes());
+        literal(&mut block, b"content-type", b"application/grpc");
+        literal(&mut block, b"te", b"trailers");
+        frame(0x1, 0x4, stream, &block)
+    }
+
+    /// A DATA frame that ends the stream.
+    pub fn last_data(stream: u32, body: &[u8]) -> Vec<u8> {
+        frame(0x0, 0x1, stream, body)
+    }
+
+    /// RST_STREAM with CANCEL.
+    pub fn cancel(stream: u32) -> Vec<u8> {
+        frame(0x3, 0x0, stream, &8u32.to_be_bytes())
+    }
+}
