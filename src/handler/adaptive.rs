@@ -233,13 +233,14 @@ mod tests {
     fn calls_under_a_microsecond_never_store() {
         let costs = MethodCosts::new(1);
         for _ in 0..100 {
-            costs.estimates[0].record(Duration::from_nanos(900));
+            costs.estimates[0].record(Duration::from_nanos(900), DEFAULT_INLINE_COST_LIMIT);
         }
         assert_eq!(costs.estimates[0].nanos(), 0);
-        costs.estimates[0].record(Duration::from_secs(3600));
+        let huge = Duration::from_secs(3600);
+        costs.estimates[0].record(huge, huge);
         assert_eq!(
             costs.estimates[0].nanos(),
-            u32::MAX / 4,
+            u32::MAX / 8,
             "saturates, never overflows"
         );
     }
