@@ -89,13 +89,7 @@ fn waiting() -> Bytes {
 type Answer = (String, Duration);
 
 /// These tests time calls that compute: run alone, they do not slow each other down.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn alone() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// Sends `count` calls to `path` with `body` (and `headers`) at once on one new connection;
 /// gives the answers in the order they were sent.
@@ -161,7 +155,7 @@ fn arrival_range(answers: &[Answer]) -> (Duration, Duration) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_of_slow_inline_calls_answers_as_it_goes() {
-    let _alone = alone();
+    let _alone = ONE_AT_A_TIME.lock().await;
     let service = Work::default();
     let server = TestServer::start(
         Server::builder().add_service(TestServiceServer::new(service.clone()).run_inline(true)),
@@ -185,7 +179,7 @@ async fn a_batch_of_slow_inline_calls_answers_as_it_goes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_connection_running_slow_inline_calls_lets_other_connections_in() {
-    let _alone = alone();
+    let _alone = ONE_AT_A_TIME.lock().await;
     let service = Work::default();
     let server = Arc::new(
         TestServer::start(
@@ -215,7 +209,7 @@ async fn a_connection_running_slow_inline_calls_lets_other_connections_in() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_method_that_computes_for_long_is_spawned_and_a_light_one_stays_inline() {
-    let _alone = alone();
+    let _alone = ONE_AT_A_TIME.lock().await;
     let builder = Server::builder().add_service(TestServiceServer::new(Work::default()));
     let stats = builder.stats();
     let server = TestServer::start(builder).await;
@@ -245,7 +239,7 @@ async fn a_method_that_computes_for_long_is_spawned_and_a_light_one_stays_inline
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_method_that_became_cheap_comes_back_inline() {
-    let _alone = alone();
+    let _alone = ONE_AT_A_TIME.lock().await;
     let builder = Server::builder().add_service(TestServiceServer::new(Work::default()));
     let stats = builder.stats();
     let server = TestServer::start(builder).await;
@@ -271,7 +265,7 @@ async fn a_method_that_became_cheap_comes_back_inline() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ready_call_spawns_no_task_and_a_waiting_one_does() {
-    let _alone = alone();
+    let _alone = ONE_AT_A_TIME.lock().await;
     let builder = Server::builder().add_service(TestServiceServer::new(Work::default()));
     let stats = builder.stats();
     let server = TestServer::start(builder).await;
@@ -292,7 +286,7 @@ async fn a_ready_call_spawns_no_task_and_a_waiting_one_does() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_inline_call_that_ends_after_its_deadline_is_deadline_exceeded() {
-    let _alone = alone();
+    let _alone = ONE_AT_A_TIME.lock().await;
     for inline in [None, Some(true)] {
         let mut service = TestServiceServer::new(Work::default());
         if let Some(inline) = inline {
@@ -307,7 +301,7 @@ async fn an_inline_call_that_ends_after_its_deadline_is_deadline_exceeded() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_whose_deadline_passed_while_queued_are_not_run() {
-    let _alone = alone();
+    let _alone = ONE_AT_A_TIME.lock().await;
     let service = Work::default();
     let server = TestServer::start(
         Server::builder().add_service(TestServiceServer::new(service.clone()).run_inline(true)),
@@ -330,7 +324,7 @@ async fn calls_whose_deadline_passed_while_queued_are_not_run() {
 
 #[tokio::test]
 async fn streams_reset_before_their_call_started_are_not_run() {
-    let _alone = alone();
+    let _alone = ONE_AT_A_TIME.lock().await;
     let service = Work::default();
     let server =
         TestServer::start(Server::builder().add_service(TestServiceServer::new(service.clone())))

@@ -268,6 +268,10 @@ mod tests {
             "unknown: inline"
         );
         assert!(
+            greet(heavy, Duration::from_millis(1)).is_ready(),
+            "one long call is no rule"
+        );
+        assert!(
             !greet(heavy, Duration::ZERO).is_ready(),
             "learned heavy: spawned"
         );
