@@ -5,10 +5,10 @@
 mod support;
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering};
+use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use fastgrpc::server::ServerStats;
+use fastgrpc::server::{FastService, ForTonic, ServerStats};
 use fastgrpc::{BoxStream, Code, FastFuture, Request, Response, RpcFuture, Server, Status};
 use futures_util::StreamExt;
 use support::pb::grpc_testing::test_service_server::{TestService, TestServiceServer};
@@ -55,6 +55,48 @@ static ALLOCATOR: LiveBytes = LiveBytes;
 
 const PANIC: &str = "the handler was asked to panic";
 
+/// Hundreds of panics are expected here: keep them out of the output, but not others.
+fn quiet_expected_panics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let default_hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if info.payload().downcast_ref::<&str>() != Some(&PANIC) {
+                default_hook(info);
+            }
+        }));
+    });
+}
+
+/// Handlers that hang: how many started, and how many the server dropped since.
+static HANGS_STARTED: AtomicUsize = AtomicUsize::new(0);
+static HANGS_DROPPED: AtomicUsize = AtomicUsize::new(0);
+
+/// Counts a hanging handler from its start until the server drops it.
+struct Hanging;
+
+impl Hanging {
+    fn start() -> Hanging {
+        HANGS_STARTED.fetch_add(1, Ordering::SeqCst);
+        Hanging
+    }
+}
+
+impl Drop for Hanging {
+    fn drop(&mut self) {
+        HANGS_DROPPED.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Waits (bounded) until `condition` holds.
+async fn until(what: &str, condition: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while !condition() {
+        assert!(tokio::time::Instant::now() < deadline, "not yet: {what}");
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
 /// `panic` panics, `hang` never answers, `error` fails, anything else is greeted.
 struct Faulty;
 
@@ -65,7 +107,10 @@ impl Greeter for Faulty {
     ) -> Result<Response<HelloReply>, Status> {
         match request.into_inner().name.as_str() {
             "panic" => std::panic::panic_any(PANIC),
-            "hang" => std::future::pending().await,
+            "hang" => {
+                let _hanging = Hanging::start();
+                std::future::pending().await
+            }
             "error" => Err(Status::failed_precondition("asked to fail")),
             name => Ok(Response::new(HelloReply {
                 message: format!("Hello {name}!"),
@@ -179,12 +224,21 @@ async fn faults_round(server: &TestServer, channel: &tonic::transport::Channel) 
     assert_eq!(ended.len(), 2);
     assert!(ended.iter().all(Result::is_ok));
 
-    // A client that goes away mid-call: its connection closes under a hanging handler.
+    // A client that goes away mid-call: its connection closes under a hanging handler, which
+    // the server then drops.
+    let started = HANGS_STARTED.load(Ordering::SeqCst);
     let gone = channel_to(server).await;
     let call = tokio::spawn(async move { GreeterClient::new(gone).say_hello(hello("hang")).await });
-    tokio::time::sleep(Duration::from_millis(10)).await;
+    until("the hanging handler runs", || {
+        HANGS_STARTED.load(Ordering::SeqCst) > started
+    })
+    .await;
     call.abort();
-    let _ = call.await;
+    assert!(call.await.unwrap_err().is_cancelled());
+    until("the server drops every hanging handler", || {
+        HANGS_DROPPED.load(Ordering::SeqCst) == HANGS_STARTED.load(Ordering::SeqCst)
+    })
+    .await;
 }
 
 async fn channel_to(server: &TestServer) -> tonic::transport::Channel {
@@ -193,13 +247,7 @@ async fn channel_to(server: &TestServer) -> tonic::transport::Channel {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn faults_leave_no_task_connection_or_memory_behind_and_the_server_serves_on() {
-    // Hundreds of panics are expected here: keep them out of the output, but not others.
-    let default_hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        if info.payload().downcast_ref::<&str>() != Some(&PANIC) {
-            default_hook(info);
-        }
-    }));
+    quiet_expected_panics();
     let builder = Server::builder()
         .add_service(GreeterServer::new(Faulty))
         .add_service(TestServiceServer::new(FaultyStreams));
@@ -235,4 +283,79 @@ async fn faults_leave_no_task_connection_or_memory_behind_and_the_server_serves_
     drop(channel);
     server.stop().await;
     assert_eq!((stats.connections(), stats.call_tasks()), (0, 0));
+}
+
+/// Calls `SayHello("panic")` and then `SayHello("after")` three times over `channel`: each
+/// panic must end its own call with INTERNAL, and the next call must be served.
+async fn panics_end_only_their_calls(channel: tonic::transport::Channel) {
+    let mut greeter = GreeterClient::new(channel);
+    for _ in 0..3 {
+        let panicked = greeter.say_hello(hello("panic")).await.unwrap_err();
+        assert_eq!(panicked.code(), Code::Internal, "{panicked:?}");
+        let reply = greeter.say_hello(hello("after")).await.unwrap();
+        assert_eq!(reply.get_ref().message, "Hello after!");
+    }
+}
+
+#[tokio::test]
+async fn a_panic_behind_a_buffer_layer_ends_only_its_call() {
+    // Buffer calls the service from its worker task: a panic escaping `call` would kill the
+    // worker and every later call with it.
+    quiet_expected_panics();
+    let server = TestServer::start(Server::builder().add_layered_service(
+        GreeterServer::new(Faulty),
+        tower::buffer::BufferLayer::new(16),
+    ))
+    .await;
+    panics_end_only_their_calls(channel(&server).await).await;
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_panic_in_a_service_mounted_in_tonic_ends_only_its_call() {
+    quiet_expected_panics();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let tonic_server = tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(ForTonic::new(GreeterServer::new(Faulty)))
+            .serve_with_incoming_shutdown(
+                tokio_stream::wrappers::TcpListenerStream::new(listener),
+                async {
+                    let _ = stopped.await;
+                },
+            ),
+    );
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    panics_end_only_their_calls(channel).await;
+    let _ = stop.send(());
+    tonic_server.await.unwrap().unwrap();
+}
+
+#[test]
+fn a_panic_through_into_routes_is_an_internal_answer() {
+    quiet_expected_panics();
+    let routes = Server::builder()
+        .add_service(GreeterServer::new(Faulty))
+        .into_routes();
+    let message = prost::Message::encode_to_vec(&HelloRequest {
+        name: "panic".into(),
+    });
+    let request = http::Request::post("/helloworld.Greeter/SayHello")
+        .header("content-type", "application/grpc")
+        .body(fastgrpc::body::RequestBody::complete(support::frame(
+            &message,
+        )))
+        .unwrap();
+    let response = routes
+        .call(request)
+        .into_ready()
+        .expect("answered at once")
+        .unwrap();
+    assert_eq!(response.headers()["grpc-status"], "13");
 }
