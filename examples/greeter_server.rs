@@ -25,7 +25,11 @@ use std::future::Future;
 use std::time::Duration;
 
 use fastgrpc::{FastFuture, Request, Response, RpcFuture, Server, Status};
+use busy::busy_for;
 use tonic_health::ServingStatus;
+
+#[path = "support/busy.rs"]
+mod busy;
 
 pub mod helloworld {
     include!(concat!(env!("OUT_DIR"), "/helloworld.rs"));
@@ -58,14 +62,6 @@ impl Greeter for MyGreeter {
     }
 }
 
-/// Computes (without sleeping) for `duration`.
-fn busy_for(duration: std::time::Duration) {
-    let start = std::time::Instant::now();
-    let mut x = 0u64;
-    while start.elapsed() < duration {
-        x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
-    }
-}
 
 /// Completes on Ctrl-C or, on Unix, SIGTERM (what Kubernetes and `docker stop` send), with the
 /// signal's name. The SIGTERM handler is installed here, before serving starts.

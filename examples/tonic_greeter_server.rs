@@ -1,5 +1,13 @@
 //! The same greeter served by tonic 0.14, the peer our benchmarks compare against:
 //! `cargo run --release --example tonic_greeter_server -- --addr 127.0.0.1:50052 --workers 1`.
+//!
+//! As `greeter_server` does, it hosts `grpc.health.v1.Health` beside the greeter, and
+//! `--work-us N` makes every `SayHello` compute for N microseconds first.
+
+use std::time::Duration;
+
+#[path = "support/busy.rs"]
+mod busy;
 
 pub mod helloworld {
     include!(concat!(env!("OUT_DIR"), "/tonic/helloworld.rs"));
@@ -9,7 +17,10 @@ use helloworld::greeter_server::{Greeter, GreeterServer};
 use helloworld::{HelloReply, HelloRequest};
 use tonic::{Request, Response, Status};
 
-struct MyGreeter;
+struct MyGreeter {
+    /// Busy time per call, to model a CPU-heavy handler.
+    work: Duration,
+}
 
 #[tonic::async_trait]
 impl Greeter for MyGreeter {
@@ -17,6 +28,9 @@ impl Greeter for MyGreeter {
         &self,
         request: Request<HelloRequest>,
     ) -> Result<Response<HelloReply>, Status> {
+        if !self.work.is_zero() {
+            busy::busy_for(self.work);
+        }
         let name = request.into_inner().name;
         if name.is_empty() {
             return Err(Status::invalid_argument("name must not be empty"));
@@ -30,12 +44,14 @@ impl Greeter for MyGreeter {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut addr = "127.0.0.1:50051".parse()?;
     let mut workers = None;
+    let mut work = Duration::ZERO;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or(format!("{arg} needs a value"));
         match arg.as_str() {
             "--addr" => addr = value()?.parse()?,
             "--workers" => workers = Some(value()?.parse::<usize>()?),
+            "--work-us" => work = Duration::from_micros(value()?.parse()?),
             other => return Err(format!("unknown argument {other}").into()),
         }
     }
@@ -44,9 +60,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         runtime.worker_threads(workers);
     }
     runtime.enable_all().build()?.block_on(async move {
+        let (health, health_service) = tonic_health::server::health_reporter();
+        health.set_serving::<GreeterServer<MyGreeter>>().await;
         println!("tonic greeter listening on {addr}");
         tonic::transport::Server::builder()
-            .add_service(GreeterServer::new(MyGreeter))
+            .add_service(health_service)
+            .add_service(GreeterServer::new(MyGreeter { work }))
             .serve_with_shutdown(addr, async {
                 let _ = tokio::signal::ctrl_c().await;
             })
