@@ -8,6 +8,13 @@
 #                                              # streams", several separated by ';'
 #   bash benches/e2e.sh heavy      # CPU-heavy handler: inline against spawned (run_inline(false))
 #   bash benches/e2e.sh writes     # only the write-syscall counts
+#   bash benches/e2e.sh slow       # 64 pipelined 4 ms calls, one worker: first and last answer
+#   bash benches/e2e.sh busy       # one connection x 64 streams, 50 us handler, two workers
+#   bash benches/e2e.sh mixed      # 1 ms calls and health checks on one connection: checks' p99
+#
+# `slow`, `busy`, `mixed` and `heavy` run fastgrpc's default (adaptive inline) beside
+# `--no-inline`, `--always-inline` and tonic. `slow` and `mixed` use examples/load_probe.rs,
+# which times each answer (h2load reports no first-answer time and one latency for all calls).
 #
 # Each server runs pinned to core 0 with one tokio worker; h2load is pinned to core 1. Every run
 # is bounded: a fixed request count and a `timeout`. Reported per run: requests/s, latency p50
@@ -26,7 +33,8 @@ trap 'rm -f "$body" "$log"' EXIT
 printf '\x00\x00\x00\x00\x07\x0a\x05world' > "$body"
 
 command -v h2load >/dev/null || { echo "h2load missing: apt-get install nghttp2-client" >&2; exit 1; }
-cargo build --release --quiet --example greeter_server --example tonic_greeter_server
+cargo build --release --quiet --example greeter_server --example tonic_greeter_server \
+  --example load_probe
 
 fastgrpc=(target/release/examples/greeter_server --addr "127.0.0.1:$port")
 tonic=(target/release/examples/tonic_greeter_server --addr "127.0.0.1:$port")
@@ -90,14 +98,72 @@ PY
   rm -f "$trace"
 }
 
-if [[ "${1:-}" == heavy ]]; then
-  # One connection, 16 streams, a handler that computes for 200 us; two workers on two cores.
-  for round in $(seq "$rounds"); do
-    run "heavy inline (round $round)" 4000 1 16 0,1 -- "${fastgrpc[@]}" --workers 2 --work-us 200
-    run "heavy spawned (round $round)" 4000 1 16 0,1 -- "${fastgrpc[@]}" --workers 2 --work-us 200 --no-inline
-  done
-  exit 0
-fi
+# probe NAME SERVER_CPUS PROBE_ARGS -- SERVER_COMMAND...: one load_probe run against a server.
+probe() {
+  local name=$1 cpus=$2 args=$3; shift 4
+  taskset -c "$cpus" "$@" >/dev/null 2>&1 &
+  local pid=$!
+  wait_for_port
+  local out
+  # shellcheck disable=SC2086
+  out=$(timeout 120 target/release/examples/load_probe $args --addr "127.0.0.1:$port" 2>&1) || true
+  kill -INT "$pid"; wait "$pid" 2>/dev/null || true
+  while read -r line; do printf '%-34s %s\n' "$name" "$line"; done <<<"$out"
+}
+
+# The four ways of serving a CPU-heavy handler, as `run`/`probe` server commands; `peers WORK
+# WORKERS` fills the array `servers` (name, then the command) with them.
+peers() {
+  local work=$1 workers=$2
+  servers=(
+    "fastgrpc default"   "${fastgrpc[*]} --workers $workers --work-us $work"
+    "fastgrpc no-inline" "${fastgrpc[*]} --workers $workers --work-us $work --no-inline"
+    "fastgrpc always"    "${fastgrpc[*]} --workers $workers --work-us $work --always-inline"
+    "tonic"              "${tonic[*]} --workers $workers --work-us $work"
+  )
+}
+
+case "${1:-}" in
+  heavy)
+    # One connection, 16 streams, a handler that computes for 200 us; two workers on two cores.
+    peers 200 2
+    for round in $(seq "$rounds"); do
+      for ((i = 0; i < ${#servers[@]}; i += 2)); do
+        # shellcheck disable=SC2086
+        run "heavy ${servers[i]} (round $round)" 4000 1 16 0,1 -- ${servers[i + 1]}
+      done
+    done
+    exit 0 ;;
+  slow)
+    # 64 calls of 4 ms pipelined on one connection, one worker: when do answers arrive?
+    peers 4000 1
+    for ((i = 0; i < ${#servers[@]}; i += 2)); do
+      # shellcheck disable=SC2086
+      probe "slow ${servers[i]}" 0 "pipelined --calls 64 --rounds $rounds" -- ${servers[i + 1]}
+    done
+    exit 0 ;;
+  busy)
+    # One connection x 64 streams, a 50 us handler, two workers: the rate.
+    peers 50 2
+    for round in $(seq "$rounds"); do
+      for ((i = 0; i < ${#servers[@]}; i += 2)); do
+        # shellcheck disable=SC2086
+        run "busy ${servers[i]} (round $round)" 20000 1 64 0,1 -- ${servers[i + 1]}
+      done
+    done
+    exit 0 ;;
+  mixed)
+    # 8 loops of 1 ms SayHello calls and 8 loops of health checks on one connection, two
+    # workers: the checks' latency.
+    peers 1000 2
+    for round in $(seq "$rounds"); do
+      for ((i = 0; i < ${#servers[@]}; i += 2)); do
+        # shellcheck disable=SC2086
+        probe "mixed ${servers[i]} (round $round)" 0,1 "mixed --slow 8 --fast 8 --seconds 5" -- ${servers[i + 1]}
+      done
+    done
+    exit 0 ;;
+esac
 
 count_writes() {
   command -v strace >/dev/null || { echo "strace missing: apt-get install strace" >&2; return 0; }
