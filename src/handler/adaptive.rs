@@ -19,6 +19,7 @@ use pin_project_lite::pin_project;
 use tonic::Status;
 
 use super::HandlerConfig;
+use super::clock;
 use super::contain::Contained;
 use crate::FastFuture;
 
@@ -162,9 +163,10 @@ impl MethodConfig<'_> {
                 })
             }
             InlineMode::Adaptive => {
-                let start = Instant::now();
+                let started = clock::call_started();
                 let polled = FastFuture::from_future(method);
-                estimate.record(start.elapsed(), self.config.inline_cost_limit);
+                let took = clock::first_poll_ended().saturating_duration_since(started);
+                estimate.record(took, self.config.inline_cost_limit);
                 polled
             }
         }

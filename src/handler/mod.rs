@@ -4,6 +4,7 @@
 //! user's method lives here, written once.
 
 mod adaptive;
+pub(crate) mod clock;
 mod contain;
 mod streaming;
 mod unary;

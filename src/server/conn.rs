@@ -39,7 +39,7 @@ use super::config::{Keepalive, jittered};
 use super::connect_info::ConnectInfo;
 use crate::body::{Outgoing, RequestBody, ResponseBody};
 use crate::deadline::{self, Deadline};
-use crate::handler::{Panic, ResponseFuture, panic_status};
+use crate::handler::{Panic, ResponseFuture, clock, panic_status};
 use crate::status;
 
 /// How many accept-and-answer rounds one poll may run before letting other tasks in.
@@ -183,8 +183,8 @@ impl Driver {
         IO: AsyncRead + AsyncWrite + Unpin,
     {
         let budget = self.shared.connection.inline_budget;
-        // When this poll started serving calls: the clock is read once per poll that serves
-        // any, and once after each call.
+        // When this poll started serving calls. The clock is read once per round, and once
+        // per call, by the call's `impl` step if it has one (`handler::clock`).
         let mut serving_since = None;
         for _ in 0..ROUNDS_PER_POLL {
             // Polling the connection also flushes what the previous round queued.
@@ -197,8 +197,10 @@ impl Driver {
             if self.shared.connection.max_connection_idle.is_some() {
                 self.activity.touch();
             }
-            let since = *serving_since.get_or_insert_with(std::time::Instant::now);
+            let mut now = std::time::Instant::now();
+            let since = *serving_since.get_or_insert(now);
             while let Some(stream) = self.queue.pop_front() {
+                clock::open_call(now);
                 serve_stream(
                     &self.shared,
                     &self.activity,
@@ -206,7 +208,8 @@ impl Driver {
                     stream,
                     cx,
                 );
-                if since.elapsed() >= budget {
+                now = clock::close_call();
+                if now.saturating_duration_since(since) >= budget {
                     // Send what is answered, then let the worker's other tasks run; the
                     // streams still queued go on in the next poll.
                     if let Poll::Ready(ended) = self.accept(conn, cx) {
