@@ -6,6 +6,7 @@
 #   ROUNDS=1 bash benches/e2e.sh   # quicker
 #   SHAPES="200000 4 16" bash benches/e2e.sh   # only these shapes: "requests connections
 #                                              # streams", several separated by ';'
+#   BASELINE=/path/to/old/greeter_server bash benches/e2e.sh   # also an older build, same run
 #   bash benches/e2e.sh heavy      # CPU-heavy handler: inline against spawned (run_inline(false))
 #   bash benches/e2e.sh writes     # only the write-syscall counts
 #   bash benches/e2e.sh slow       # 64 pipelined 4 ms calls, one worker: first and last answer
@@ -182,6 +183,10 @@ for shape in "${shapes[@]}"; do
   for round in $(seq "$rounds"); do
     run "fastgrpc c=$c m=$m (round $round)" "$n" "$c" "$m" 0 -- "${fastgrpc[@]}" --workers 1
     run "tonic    c=$c m=$m (round $round)" "$n" "$c" "$m" 0 -- "${tonic[@]}" --workers 1
+    if [[ -n "${BASELINE:-}" ]]; then
+      run "baseline c=$c m=$m (round $round)" "$n" "$c" "$m" 0 -- "$BASELINE" \
+        --addr "127.0.0.1:$port" --workers 1
+    fi
   done
 done
-count_writes
+[[ -n "${SKIP_WRITES:-}" ]] || count_writes

@@ -18,14 +18,16 @@
 //! For benchmarks: `--work-us N` makes every `SayHello` compute for N microseconds first (a
 //! CPU-heavy handler). Calls start as adaptive inline decides (inline while they are cheap);
 //! `--no-inline` starts every call in a spawned task (`run_inline(false)`), `--always-inline`
-//! every call inline on the connection's thread (`run_inline(true)`), and `--inline-budget-us N`
-//! sets how long one poll of a connection may run calls inline (`Builder::inline_budget`).
+//! every call inline on the connection's thread (`run_inline(true)`), `--inline-cost-limit-us N`
+//! sets the estimated cost per call above which adaptive inline spawns (`inline_cost_limit`),
+//! and `--inline-budget-us N` how long one poll of a connection may run calls inline
+//! (`Builder::inline_budget`).
 
 use std::future::Future;
 use std::time::Duration;
 
-use fastgrpc::{FastFuture, Request, Response, RpcFuture, Server, Status};
 use busy::busy_for;
+use fastgrpc::{FastFuture, Request, Response, RpcFuture, Server, Status};
 use tonic_health::ServingStatus;
 
 #[path = "support/busy.rs"]
@@ -62,7 +64,6 @@ impl Greeter for MyGreeter {
     }
 }
 
-
 /// Completes on Ctrl-C or, on Unix, SIGTERM (what Kubernetes and `docker stop` send), with the
 /// signal's name. The SIGTERM handler is installed here, before serving starts.
 #[cfg(unix)]
@@ -96,6 +97,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut work = std::time::Duration::ZERO;
     let mut inline = None;
     let mut inline_budget = None;
+    let mut inline_cost_limit = None;
     let mut max_connection_age = None;
     let mut drain_grace = None;
     let mut shutdown_delay = Duration::ZERO;
@@ -108,6 +110,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--work-us" => work = std::time::Duration::from_micros(value()?.parse()?),
             "--no-inline" => inline = Some(false),
             "--always-inline" => inline = Some(true),
+            "--inline-cost-limit-us" => {
+                inline_cost_limit = Some(Duration::from_micros(value()?.parse()?));
+            }
             "--inline-budget-us" => {
                 inline_budget = Some(Duration::from_micros(value()?.parse()?));
             }
@@ -116,7 +121,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--shutdown-delay" => shutdown_delay = seconds(&value()?)?,
             "-h" | "--help" => {
                 println!(
-                    "usage: greeter_server [--addr HOST:PORT] [--workers N] [--work-us N] [--no-inline | --always-inline] [--inline-budget-us N] \
+                    "usage: greeter_server [--addr HOST:PORT] [--workers N] [--work-us N] [--no-inline | --always-inline] \
+                     [--inline-cost-limit-us N] [--inline-budget-us N] \
                      [--max-connection-age SECS] [--drain-grace SECS] [--shutdown-delay SECS]"
                 );
                 return Ok(());
@@ -168,6 +174,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut greeter = GreeterServer::new(MyGreeter { work });
         if let Some(inline) = inline {
             greeter = greeter.run_inline(inline);
+        }
+        if let Some(limit) = inline_cost_limit {
+            greeter = greeter.inline_cost_limit(limit);
         }
         let (health, health_service) = tonic_health::server::health_reporter();
         health.set_serving::<GreeterServer<MyGreeter>>().await;

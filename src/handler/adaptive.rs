@@ -112,17 +112,20 @@ impl Estimate {
 /// method's cost estimate.
 #[derive(Debug, Clone, Copy)]
 pub struct MethodConfig<'a> {
-    pub(super) config: HandlerConfig,
+    pub(super) config: &'a HandlerConfig,
+    /// The service's `config.inline`, unless this method overrides it.
+    inline: InlineMode,
     costs: &'a MethodCosts,
     index: usize,
 }
 
 impl HandlerConfig {
     /// The settings of method `index` of a service whose cost estimates are `costs`.
-    pub fn method(self, costs: &MethodCosts, index: usize) -> MethodConfig<'_> {
+    pub fn method<'a>(&'a self, costs: &'a MethodCosts, index: usize) -> MethodConfig<'a> {
         debug_assert!(index < costs.estimates.len(), "no method {index}");
         MethodConfig {
             config: self,
+            inline: self.inline,
             costs,
             index,
         }
@@ -132,7 +135,7 @@ impl HandlerConfig {
 impl MethodConfig<'_> {
     /// This method's calls always start in a spawned task (`spawn_method` in `build.rs`).
     pub fn spawned(mut self) -> Self {
-        self.config.inline = InlineMode::Never;
+        self.inline = InlineMode::Never;
         self
     }
 
@@ -146,7 +149,7 @@ impl MethodConfig<'_> {
     {
         let method = Contained::new(method);
         let estimate = &self.costs.estimates[self.index];
-        match self.config.inline {
+        match self.inline {
             InlineMode::Always => FastFuture::from_future(method),
             InlineMode::Never => FastFuture::boxed(method),
             InlineMode::Adaptive
@@ -291,7 +294,8 @@ mod tests {
     #[tokio::test]
     async fn spawned_calls_keep_teaching_the_estimate() {
         let costs = MethodCosts::new(1);
-        let method = HandlerConfig::default().method(&costs, 0);
+        let config = HandlerConfig::default();
+        let method = config.method(&costs, 0);
         assert!(greet(method, Duration::from_millis(2)).is_ready());
         assert!(greet(method, Duration::from_millis(2)).is_ready());
         let mut spawned = 0;

@@ -155,8 +155,7 @@ async fn unanswered_ping(ping_pong: Option<h2::PingPong>, keepalive: Option<Keep
 
 /// A stream h2 has handed over, waiting in the driver's queue for its call to start.
 struct Accepted {
-    parts: http::request::Parts,
-    recv: RecvStream,
+    request: http::Request<RecvStream>,
     respond: SendResponse<Bytes>,
     /// From `grpc-timeout` and the server's default, counted from when the stream was accepted.
     deadline: Option<Deadline>,
@@ -183,8 +182,9 @@ impl Driver {
         IO: AsyncRead + AsyncWrite + Unpin,
     {
         let budget = self.shared.connection.inline_budget;
-        // When this poll started serving calls. The clock is read once per round, and once
-        // per call, by the call's `impl` step if it has one (`handler::clock`).
+        // When this poll's budget is spent, counted from when it started serving calls. The
+        // clock is read once per round, and once per call, by the call's `impl` step if it has
+        // one (`handler::clock`).
         let mut serving_since = None;
         for _ in 0..ROUNDS_PER_POLL {
             // Polling the connection also flushes what the previous round queued.
@@ -198,7 +198,7 @@ impl Driver {
                 self.activity.touch();
             }
             let mut now = std::time::Instant::now();
-            let since = *serving_since.get_or_insert(now);
+            let spent_at = *serving_since.get_or_insert_with(|| now + budget);
             while let Some(stream) = self.queue.pop_front() {
                 clock::open_call(now);
                 serve_stream(
@@ -209,7 +209,7 @@ impl Driver {
                     cx,
                 );
                 now = clock::close_call();
-                if now.saturating_duration_since(since) >= budget {
+                if now >= spent_at {
                     // Send what is answered, then let the worker's other tasks run; the
                     // streams still queued go on in the next poll.
                     if let Poll::Ready(ended) = self.accept(conn, cx) {
@@ -237,12 +237,10 @@ impl Driver {
     {
         loop {
             match conn.poll_accept(cx) {
-                Poll::Ready(Some(Ok((request, respond)))) => {
-                    let (mut parts, recv) = request.into_parts();
-                    match call_deadline(&mut parts, self.shared.default_timeout) {
+                Poll::Ready(Some(Ok((mut request, respond)))) => {
+                    match call_deadline(&mut request, self.shared.default_timeout) {
                         Ok(deadline) => self.queue.push_back(Accepted {
-                            parts,
-                            recv,
+                            request,
                             respond,
                             deadline,
                         }),
@@ -271,8 +269,7 @@ fn serve_stream(
     cx: &mut Context<'_>,
 ) {
     let Accepted {
-        mut parts,
-        recv,
+        request,
         mut respond,
         deadline,
     } = stream;
@@ -282,10 +279,11 @@ fn serve_stream(
         tracing::debug!(?reason, "client reset the stream before its call started");
         return;
     }
-    if deadline.is_some_and(Deadline::is_expired) {
+    if expired(deadline) {
         let response = status::response(&deadline_exceeded());
         return send_inline(response, respond, None, activity, cx);
     }
+    let (mut parts, recv) = request.into_parts();
     if let Some(info) = connect_info {
         #[cfg(feature = "tonic-remote-addr")]
         insert_tonic_connect_info(&mut parts.extensions, info);
@@ -295,8 +293,10 @@ fn serve_stream(
     let response = panic::catch_unwind(AssertUnwindSafe(|| shared.service.call(request)))
         .unwrap_or_else(|panic| ResponseFuture::ok(panic_response(panic)));
     match response.into_ready() {
-        Ok(Ok(response)) => {
-            let response = within_deadline(response, deadline);
+        Ok(Ok(mut response)) => {
+            if expired(deadline) {
+                response = status::response(&deadline_exceeded());
+            }
             send_inline(response, respond, deadline, activity, cx)
         }
         Ok(Err(never)) => match never {},
@@ -319,20 +319,20 @@ fn insert_tonic_connect_info(extensions: &mut http::Extensions, info: &ConnectIn
 
 /// The call's deadline, from `grpc-timeout` and the server's default, put where handlers see
 /// it (the request's extensions). A malformed `grpc-timeout` is an error.
-fn call_deadline(
-    parts: &mut http::request::Parts,
+fn call_deadline<B>(
+    request: &mut http::Request<B>,
     default_timeout: Option<Duration>,
 ) -> Result<Option<Deadline>, Status> {
     let deadline =
-        deadline::request_deadline(&parts.headers, default_timeout)?.map(Deadline::after);
+        deadline::request_deadline(request.headers(), default_timeout)?.map(Deadline::after);
     if let Some(deadline) = deadline {
-        parts.extensions.insert(deadline);
+        request.extensions_mut().insert(deadline);
     }
     Ok(deadline)
 }
 
 /// Completes when `deadline` passes; never without one.
-async fn expired(deadline: Option<Deadline>) {
+async fn deadline_passes(deadline: Option<Deadline>) {
     match deadline {
         Some(deadline) => tokio::time::sleep_until(deadline.instant()).await,
         None => std::future::pending().await,
@@ -343,16 +343,12 @@ fn deadline_exceeded() -> Status {
     Status::deadline_exceeded("the call's deadline passed before it completed")
 }
 
-/// `response`, unless it came after the call's deadline: then `DEADLINE_EXCEEDED`, whether it
-/// was answered inline or from a task (the client has stopped waiting, or is about to).
-fn within_deadline(
-    response: http::Response<ResponseBody>,
-    deadline: Option<Deadline>,
-) -> http::Response<ResponseBody> {
-    match deadline {
-        Some(deadline) if deadline.is_expired() => status::response(&deadline_exceeded()),
-        _ => response,
-    }
+/// Whether the call has a deadline and it has passed: then it is not started, and a response
+/// that came after it is replaced by `DEADLINE_EXCEEDED`, whether it was answered inline or
+/// from a task (the client has stopped waiting, or is about to). Reads the clock only for a
+/// call with a deadline.
+fn expired(deadline: Option<Deadline>) -> bool {
+    deadline.is_some_and(Deadline::is_expired)
 }
 
 /// Completes a pending call; drops it when the client resets the stream or the deadline
@@ -362,7 +358,7 @@ async fn finish_pending(
     mut respond: SendResponse<Bytes>,
     deadline: Option<Deadline>,
 ) {
-    let response = if deadline.is_some_and(Deadline::is_expired) {
+    let response = if expired(deadline) {
         Ok(Ok(status::response(&deadline_exceeded())))
     } else {
         let mut response = pin!(AssertUnwindSafe(response).catch_unwind());
@@ -375,11 +371,12 @@ async fn finish_pending(
                 tracing::debug!(?reason, "client reset the stream; dropping its call");
                 return;
             }
-            () = expired(deadline) => Ok(Ok(status::response(&deadline_exceeded()))),
+            () = deadline_passes(deadline) => Ok(Ok(status::response(&deadline_exceeded()))),
         }
     };
     let (response, deadline) = match response {
-        Ok(Ok(response)) => (within_deadline(response, deadline), deadline),
+        Ok(Ok(_)) if expired(deadline) => (status::response(&deadline_exceeded()), None),
+        Ok(Ok(response)) => (response, deadline),
         Ok(Err(never)) => match never {},
         Err(panic) => (panic_response(panic), None),
     };
@@ -389,12 +386,12 @@ async fn finish_pending(
 }
 
 /// The body as far as it has been received; complete if the client has finished sending.
+///
+/// Each `poll_data` takes h2's lock once: a body in one DATA frame costs two (the frame, then
+/// the end).
 fn take_received(mut recv: RecvStream, cx: &mut Context<'_>) -> RequestBody {
     let mut received: Option<Bytes> = None;
     loop {
-        if recv.is_end_stream() {
-            return RequestBody::complete(received.unwrap_or_default());
-        }
         match recv.poll_data(cx) {
             Poll::Ready(Some(Ok(chunk))) => {
                 let _ = recv.flow_control().release_capacity(chunk.len());
@@ -507,7 +504,7 @@ fn send_unary_body(
 async fn pump(mut stream: SendStream<Bytes>, body: ResponseBody, deadline: Option<Deadline>) {
     tokio::select! {
         () = pump_frames(&mut stream, body) => {}
-        () = expired(deadline) => {
+        () = deadline_passes(deadline) => {
             let trailers = status::trailers(&deadline_exceeded(), http::HeaderMap::new());
             log_send_error(stream.send_trailers(trailers));
         }
