@@ -17,6 +17,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::Bytes;
+use fastgrpc::server::ServerStats;
 use fastgrpc::{FastFuture, Request, Response, RpcFuture};
 use prost::Message;
 use tokio::net::{TcpListener, TcpStream};
@@ -139,18 +140,27 @@ async fn load(client: &mut h2::client::SendRequest<Bytes>, addr: SocketAddr, cou
     }
 }
 
-async fn measure(name: &str, addr: SocketAddr, server: CountRequests) {
+async fn measure(name: &str, addr: SocketAddr, server: CountRequests, stats: Option<ServerStats>) {
     let tcp = TcpStream::connect(addr).await.unwrap();
     tcp.set_nodelay(true).unwrap();
     let (mut client, conn) = h2::client::handshake(tcp).await.unwrap();
     tokio::spawn(conn);
     load(&mut client, addr, WARMUP).await;
     let before = counted(&server).await;
+    let spawned_before = stats.as_ref().map(ServerStats::call_tasks_spawned);
     load(&mut client, addr, REQUESTS).await;
     let after = counted(&server).await;
     let per_request = (after - before) as f64 / REQUESTS as f64;
+    // A call whose body arrived after its headers waits for it in a task of its own.
+    let spawned = match (&stats, spawned_before) {
+        (Some(stats), Some(before)) => format!(
+            ", {:.4} tasks spawned/request",
+            (stats.call_tasks_spawned() - before) as f64 / REQUESTS as f64
+        ),
+        _ => String::new(),
+    };
     println!(
-        "{name:<28} {per_request:>6.2} allocations/request ({REQUESTS} requests, {IN_FLIGHT} in flight)"
+        "{name:<28} {per_request:>6.2} allocations/request ({REQUESTS} requests, {IN_FLIGHT} in flight{spawned})"
     );
 }
 
@@ -234,24 +244,23 @@ fn main() {
         .build()
         .unwrap();
     runtime.block_on(async {
-        let (addr, server) = start_server(|listener| async move {
-            fastgrpc::Server::builder()
-                .add_service(pb::greeter_server::GreeterServer::new(FastGreeter))
-                .serve_with_listener(listener, std::future::pending())
-                .await
-                .unwrap();
-        });
-        measure("fastgrpc (FastFuture)", addr, server).await;
-
-        let (addr, server) = start_server(|listener| async move {
-            fastgrpc::Server::builder()
-                .connect_info(true)
-                .add_service(pb::greeter_server::GreeterServer::new(FastGreeter))
-                .serve_with_listener(listener, std::future::pending())
-                .await
-                .unwrap();
-        });
-        measure("fastgrpc, connect_info on", addr, server).await;
+        for connect_info in [false, true] {
+            let builder = fastgrpc::Server::builder()
+                .connect_info(connect_info)
+                .add_service(pb::greeter_server::GreeterServer::new(FastGreeter));
+            let stats = builder.stats();
+            let (addr, server) = start_server(|listener| async move {
+                builder
+                    .serve_with_listener(listener, std::future::pending())
+                    .await
+                    .unwrap();
+            });
+            let name = match connect_info {
+                false => "fastgrpc (FastFuture)",
+                true => "fastgrpc, connect_info on",
+            };
+            measure(name, addr, server, Some(stats)).await;
+        }
 
         let (addr, server) = start_server(|listener| async move {
             tonic::transport::Server::builder()
@@ -260,7 +269,7 @@ fn main() {
                 .await
                 .unwrap();
         });
-        measure("tonic 0.14", addr, server).await;
+        measure("tonic 0.14", addr, server, None).await;
 
         for idle_timeout in [None, Some(Duration::from_secs(5))] {
             let (addr, server) = start_server(move |listener| async move {

@@ -74,9 +74,11 @@ async fn pipelined(addr: SocketAddr, calls: usize, rounds: usize) -> Result<(), 
         }
         // Only now does the connection run: its first write carries every call.
         tokio::spawn(connection);
-        let arrivals = futures_util::future::join_all(answers.into_iter().map(|answer| async {
-            answer.await.map(|()| sent.elapsed())
-        }));
+        let arrivals = futures_util::future::join_all(
+            answers
+                .into_iter()
+                .map(|answer| async { answer.await.map(|()| sent.elapsed()) }),
+        );
         let mut arrivals = tokio::time::timeout(Duration::from_secs(60), arrivals)
             .await?
             .into_iter()

@@ -103,7 +103,9 @@ impl Builder {
     /// Always runs `method` (`package.Service.Method`, e.g. `helloworld.Greeter.SayHello`) in
     /// a spawned task instead of starting it inline on the connection's thread: for methods
     /// that compute for long, which would otherwise hold up the other calls of their
-    /// connection. A whole service can opt out at run time with the server's `run_inline(false)`.
+    /// connection. Adaptive inline (the default) finds such methods after their first two
+    /// calls; this spawns from the first. A whole service can opt out at run time with the
+    /// server's `run_inline(false)`.
     pub fn spawn_method(mut self, method: impl Into<String>) -> Self {
         self.spawned_methods.push(method.into());
         self
