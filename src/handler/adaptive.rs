@@ -139,15 +139,17 @@ impl MethodConfig<'_> {
         self
     }
 
-    /// The `impl` step: the user's method future, panics contained, polled once on the spot
-    /// if it starts inline (a method that answers without waiting is then served with no task
-    /// at all), or left unpolled for a spawned task.
-    pub(super) fn invoke<T, F>(self, method: F) -> FastFuture<T, Status>
+    /// The `impl` step: the user's method future, its panics contained, polled once on the
+    /// spot if it starts inline (a method that answers without waiting is then served with no
+    /// task at all), or left unpolled for a spawned task.
+    ///
+    /// The caller wraps the future (`Contained::new(method(request))`), so that it is built in
+    /// place: wrapped here, it would be moved once more.
+    pub(super) fn invoke<T, F>(self, method: Contained<F>) -> FastFuture<T, Status>
     where
         T: Send + 'static,
         F: Future<Output = Result<T, Status>> + Send + 'static,
     {
-        let method = Contained::new(method);
         let estimate = &self.costs.estimates[self.index];
         match self.inline {
             InlineMode::Always => FastFuture::from_future(method),
@@ -178,12 +180,12 @@ impl MethodConfig<'_> {
 
 /// The `impl` step of a call that is already in a task (its request body was still arriving):
 /// the method's future, panics contained, polled once in place.
-pub(super) fn invoke_in_task<T, F>(method: F) -> FastFuture<T, Status>
+pub(super) fn invoke_in_task<T, F>(method: Contained<F>) -> FastFuture<T, Status>
 where
     T: Send + 'static,
     F: Future<Output = Result<T, Status>> + Send + 'static,
 {
-    FastFuture::from_future(Contained::new(method))
+    FastFuture::from_future(method)
 }
 
 pin_project! {
@@ -251,13 +253,13 @@ mod tests {
     }
 
     fn greet(config: MethodConfig<'_>, work: Duration) -> FastFuture<&'static str, Status> {
-        config.invoke(async move {
+        config.invoke(Contained::new(async move {
             let start = Instant::now();
             while start.elapsed() < work {
                 std::hint::spin_loop();
             }
             Ok("hello")
-        })
+        }))
     }
 
     #[test]

@@ -12,6 +12,7 @@ use futures_util::{Stream, StreamExt};
 use prost::Message;
 use tonic::Status;
 
+use super::Contained;
 use super::unary::{call_with_message, marshal};
 use super::{
     Invoked, MethodConfig, ReplyCodec, RequestHead, ResponseFuture, reply_headers, respond,
@@ -98,7 +99,10 @@ where
     let messages = Streaming::new(body, settings.max_receive_message_size, encodings.request)
         .with_idle_timeout(settings.receive_idle_timeout);
     let request = RequestHead::new(parts).into_request(messages);
-    Ok((config.invoke(method(request)), encodings.reply))
+    Ok((
+        config.invoke(Contained::new(method(request))),
+        encodings.reply,
+    ))
 }
 
 /// The response for a reply stream: headers now, each message encoded as it is polled (and

@@ -10,6 +10,7 @@ use std::future::Future;
 use prost::Message;
 use tonic::Status;
 
+use super::Contained;
 use super::adaptive::invoke_in_task;
 use super::{
     Invoked, MethodConfig, ReplyCodec, RequestHead, ResponseFuture, reply_headers, respond,
@@ -63,12 +64,12 @@ where
     let encodings = config.negotiate(&head.headers)?;
     let decoded = unmarshal::<Req>(body, config.max_receive_message_size, encodings.request);
     let reply = match decoded.into_ready() {
-        Ok(Ok(decoded)) => method_config.invoke(method(decoded.into_request(head))),
+        Ok(Ok(decoded)) => method_config.invoke(Contained::new(method(decoded.into_request(head)))),
         Ok(Err(status)) => FastFuture::err(status),
         // The call waits for its body, so it is spawned already.
-        Err(pending) => {
-            pending.and_then(move |decoded| invoke_in_task(method(decoded.into_request(head))))
-        }
+        Err(pending) => pending.and_then(move |decoded| {
+            invoke_in_task(Contained::new(method(decoded.into_request(head))))
+        }),
     };
     Ok((reply, encodings.reply))
 }
