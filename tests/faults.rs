@@ -119,8 +119,8 @@ impl Greeter for Faulty {
     }
 }
 
-/// Two replies, then: an error (`response_status` set), or the end of a stream whose producer
-/// went away (the sender of a channel dropped mid-way).
+/// Two replies, then: an error (`response_status` set), a panic in the stream (`payload` set),
+/// or the end of a stream whose producer went away (the sender of a channel dropped mid-way).
 struct FaultyStreams;
 
 impl TestService for FaultyStreams {
@@ -132,7 +132,19 @@ impl TestService for FaultyStreams {
         &self,
         request: Request<StreamingOutputCallRequest>,
     ) -> impl RpcFuture<Self::StreamingOutputCallStream> {
-        let fail = request.into_inner().response_status.is_some();
+        let request = request.into_inner();
+        if request.payload.is_some() {
+            let replies = futures_util::stream::iter(0..3).map(|n| {
+                if n == 2 {
+                    std::panic::panic_any(PANIC);
+                }
+                Ok(StreamingOutputCallResponse {
+                    payload: Some(Payload::default()),
+                })
+            });
+            return FastFuture::ok(Response::new(replies.boxed()));
+        }
+        let fail = request.response_status.is_some();
         let (replies, stream) = tokio::sync::mpsc::channel(4);
         tokio::spawn(async move {
             for _ in 0..2 {
@@ -320,6 +332,7 @@ async fn a_panic_in_a_service_mounted_in_tonic_ends_only_its_call() {
     let tonic_server = tokio::spawn(
         tonic::transport::Server::builder()
             .add_service(ForTonic::new(GreeterServer::new(Faulty)))
+            .add_service(ForTonic::new(TestServiceServer::new(FaultyStreams)))
             .serve_with_incoming_shutdown(
                 tokio_stream::wrappers::TcpListenerStream::new(listener),
                 async {
@@ -332,7 +345,25 @@ async fn a_panic_in_a_service_mounted_in_tonic_ends_only_its_call() {
         .connect()
         .await
         .unwrap();
-    panics_end_only_their_calls(channel).await;
+    panics_end_only_their_calls(channel.clone()).await;
+    // A reply stream that panics after two replies: they arrive, then INTERNAL.
+    let panicking = client_testing::StreamingOutputCallRequest {
+        payload: Some(client_testing::Payload::default()),
+        ..Default::default()
+    };
+    let replies: Vec<_> = TestServiceClient::new(channel)
+        .streaming_output_call(panicking)
+        .await
+        .unwrap()
+        .into_inner()
+        .collect()
+        .await;
+    assert_eq!(replies.len(), 3, "{replies:?}");
+    let ended = replies[2].as_ref().unwrap_err();
+    assert_eq!(
+        (ended.code(), ended.message()),
+        (Code::Internal, "the handler panicked")
+    );
     let _ = stop.send(());
     tonic_server.await.unwrap().unwrap();
 }

@@ -10,7 +10,7 @@ mod streaming;
 mod unary;
 
 pub use self::adaptive::{InlineMode, MethodConfig, MethodCosts};
-pub(crate) use self::contain::{Contained, Panic, panic_status};
+pub(crate) use self::contain::{Contained, ContainedStream, Panic, panic_status};
 pub use self::streaming::{client_streaming, server_streaming, streaming};
 pub use self::unary::unary;
 

@@ -12,8 +12,8 @@ use futures_util::{Stream, StreamExt};
 use prost::Message;
 use tonic::Status;
 
-use super::Contained;
 use super::unary::{call_with_message, marshal};
+use super::{Contained, ContainedStream};
 use super::{
     Invoked, MethodConfig, ReplyCodec, RequestHead, ResponseFuture, reply_headers, respond,
 };
@@ -117,7 +117,7 @@ where
 {
     let (metadata, messages, mut extensions) = response.into_parts();
     let switch = extensions.get::<MessageCompression>().cloned();
-    let frames = messages
+    let frames = ContainedStream::new(messages)
         .map(move |message| message.and_then(|message| codec.encode(&message, switch.as_ref())));
     let trailers = Trailers::take(&mut extensions);
     let mut response = http::Response::new(ResponseBody::streaming(Box::pin(frames), trailers));
