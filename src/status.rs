@@ -76,7 +76,26 @@ pub(crate) fn trailers(status: &Status, metadata: HeaderMap) -> HeaderMap {
 }
 
 /// Adds `grpc-status`, `grpc-message` (percent-encoded) and the status's metadata to `map`.
+///
+/// The metadata is sanitized as a handler's is: a gateway that copies an upstream's headers
+/// into a status (`connection: close`, say) must not make h2 refuse the whole answer, which
+/// would leave the client with a reset stream instead of the status.
 fn add_status(status: &Status, map: &mut HeaderMap) {
+    if !status.metadata().is_empty() {
+        map.extend(sanitized(status.metadata().clone().into_headers()));
+        let bare = Status::with_details(
+            status.code(),
+            status.message(),
+            bytes::Bytes::copy_from_slice(status.details()),
+        );
+        return add_bare_status(&bare, map);
+    }
+    add_bare_status(status, map);
+}
+
+/// Adds `grpc-status`, `grpc-message` and `grpc-status-details-bin` of a status without
+/// metadata to `map`.
+fn add_bare_status(status: &Status, map: &mut HeaderMap) {
     // tonic reports a value it cannot encode as an error; its encodings (percent-encoding,
     // base64) make that impossible today, but a bare status is still better than none.
     if let Err(unencodable) = status.add_header(map) {
@@ -133,6 +152,24 @@ mod tests {
         let parsed = Status::from_header_map(response.headers()).expect("grpc-status present");
         assert_eq!(parsed.code(), Code::Unknown);
         assert_eq!(parsed.message(), message);
+    }
+
+    #[test]
+    fn a_status_keeps_its_metadata_but_not_connection_specific_or_protocol_headers() {
+        let mut metadata = tonic::metadata::MetadataMap::new();
+        metadata.insert("connection", "close".parse().unwrap());
+        metadata.insert("content-type", "text/html".parse().unwrap());
+        metadata.insert("x-upstream", "kept".parse().unwrap());
+        let status = Status::with_metadata(Code::Unavailable, "upstream down", metadata);
+        let response = response(&status);
+        let headers = response.headers();
+        assert!(headers.get("connection").is_none(), "{headers:?}");
+        assert_eq!(headers[CONTENT_TYPE], "application/grpc");
+        assert_eq!(headers["x-upstream"], "kept");
+        assert_eq!(headers["grpc-status"], "14");
+        let trailers = trailers(&status, HeaderMap::new());
+        assert!(trailers.get("connection").is_none());
+        assert_eq!(trailers["x-upstream"], "kept");
     }
 
     #[test]

@@ -621,3 +621,34 @@ async fn a_reply_over_the_send_limit_is_resource_exhausted() {
     );
     server.stop().await;
 }
+
+/// Fails every call as a gateway might: with the upstream's headers copied into the status,
+/// `connection: close` among them.
+struct Gateway;
+
+impl Greeter for Gateway {
+    fn say_hello(&self, _request: Request<HelloRequest>) -> impl RpcFuture<HelloReply> {
+        let mut upstream = tonic::metadata::MetadataMap::new();
+        upstream.insert("connection", "close".parse().unwrap());
+        upstream.insert("x-upstream", "replica-3".parse().unwrap());
+        FastFuture::err(Status::with_metadata(
+            Code::Unavailable,
+            "upstream went away",
+            upstream,
+        ))
+    }
+}
+
+#[tokio::test]
+async fn a_status_with_connection_specific_metadata_still_reaches_the_client() {
+    let server =
+        TestServer::start(Server::builder().add_service(GreeterServer::new(Gateway))).await;
+    let mut client = GreeterClient::new(channel(&server).await);
+    let status = client.say_hello(hello("x")).await.unwrap_err();
+    // Before, h2 refused the headers and the client saw a reset stream instead.
+    assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+    assert_eq!(status.message(), "upstream went away");
+    assert_eq!(status.metadata().get("x-upstream").unwrap(), "replica-3");
+    assert!(status.metadata().get("connection").is_none());
+    server.stop().await;
+}
