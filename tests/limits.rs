@@ -9,6 +9,7 @@ use bytes::Bytes;
 use fastgrpc::{FastFuture, Request, Response, RpcFuture, Server};
 use support::pb::helloworld::greeter_server::{Greeter, GreeterServer};
 use support::pb::helloworld::{HelloReply, HelloRequest};
+use support::raw_frames::{self, PREFACE};
 use support::tonic_pb::helloworld as client_pb;
 use support::tonic_pb::helloworld::greeter_client::GreeterClient;
 use support::{TestServer, channel, frame, grpc_post, h2_client, raw_request};
@@ -57,10 +58,6 @@ async fn time_until_closed(mut tcp: TcpStream) -> Duration {
     );
     started.elapsed()
 }
-
-/// The HTTP/2 client preface and an empty SETTINGS frame: a handshake, and then silence.
-const PREFACE: &[u8] =
-    b"PRI * HTTP/2.0\\r\\n\\r\\nSM\\r\\n\\r\\n\\x00\\x00\\x00\\x04\\x00\\x00\\x00\\x00\\x00";
 
 #[tokio::test]
 async fn streams_and_header_lists_are_capped_by_default() {
@@ -165,7 +162,12 @@ async fn a_peer_that_stops_answering_pings_is_closed() {
     let mut mute = TcpStream::connect(server.addr).await.unwrap();
     mute.write_all(PREFACE).await.unwrap();
     let waited = time_until_closed(mute).await;
-    assert!(waited < Duration::from_secs(3), "closed after {waited:?}");
+    // Not at once (a preface the server refused would close it so): after a ping interval
+    // and its timeout.
+    assert!(
+        waited >= Duration::from_millis(150) && waited < Duration::from_secs(3),
+        "closed after {waited:?}"
+    );
 
     // A live client answers the pings and keeps its connection.
     let channel = channel(&server).await;
@@ -291,5 +293,51 @@ async fn idle_connections_get_goaway_but_not_while_a_call_is_in_progress() {
         .unwrap()
         .unwrap();
     still_serves(&server).await;
+    server.stop().await;
+}
+
+/// A peer that completes the handshake and opens a call that waits for a request body that
+/// never comes, then never reads or answers again: a call in flight on a dead connection.
+async fn mute_peer_with_a_call_in_flight(server: &TestServer) -> TcpStream {
+    let mut mute = TcpStream::connect(server.addr).await.unwrap();
+    let mut bytes = PREFACE.to_vec();
+    bytes.extend(raw_frames::grpc_headers(
+        1,
+        &server.addr.to_string(),
+        "/helloworld.Greeter/SayHello",
+    ));
+    mute.write_all(&bytes).await.unwrap();
+    mute
+}
+
+#[tokio::test]
+async fn keepalive_closes_a_dead_peer_while_the_server_shuts_down() {
+    let mut server = TestServer::start(
+        Server::builder()
+            .http2_keepalive(Duration::from_millis(100), Duration::from_millis(100))
+            .add_service(greeter()),
+    )
+    .await;
+    let _mute = mute_peer_with_a_call_in_flight(&server).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    // Without a drain grace, shutdown waits for the call in flight: only keepalive can tell
+    // that its peer is gone.
+    server.begin_stop();
+    let stopped = tokio::time::timeout(Duration::from_secs(3), server.stop()).await;
+    assert!(stopped.is_ok(), "the server was still draining after 3 s");
+}
+
+#[tokio::test]
+async fn keepalive_closes_a_dead_peer_draining_for_its_age() {
+    let server = TestServer::start(
+        Server::builder()
+            .http2_keepalive(Duration::from_millis(100), Duration::from_millis(100))
+            .max_connection_age(Duration::from_millis(50))
+            .add_service(greeter()),
+    )
+    .await;
+    let mute = mute_peer_with_a_call_in_flight(&server).await;
+    let waited = time_until_closed(mute).await;
+    assert!(waited < Duration::from_secs(3), "closed after {waited:?}");
     server.stop().await;
 }

@@ -15,7 +15,7 @@
 //! the other connections on the worker are not held up.
 
 use std::collections::VecDeque;
-use std::future::poll_fn;
+use std::future::{Future, poll_fn};
 use std::panic::{self, AssertUnwindSafe};
 use std::pin::{Pin, pin};
 use std::sync::Arc;
@@ -84,43 +84,57 @@ pub(crate) async fn serve<IO>(
         connect_info,
         queue: VecDeque::new(),
     };
-    let result = tokio::select! {
-        result = poll_fn(|cx| driver.poll(&mut conn, cx)) => result,
-        () = shutdown.cancelled() => drain(&mut conn, &mut driver).await,
+    // Outlives the select: a draining connection still needs to notice a dead peer, or a call
+    // in flight on it would hold the connection (and a graceful shutdown) open forever.
+    let mut dead_peer = pin!(unanswered_ping(ping_pong, shared.connection.keepalive));
+    let drain_reason = tokio::select! {
+        result = poll_fn(|cx| driver.poll(&mut conn, cx)) => return log_end(result),
+        () = dead_peer.as_mut() => {
+            tracing::debug!("keepalive ping unanswered; closing the connection");
+            return;
+        }
+        () = shutdown.cancelled() => "the server is shutting down",
         () = sleep_for(shared.connection.max_connection_age.map(jittered)) => {
-            drain(&mut conn, &mut driver).await
+            "the connection reached its maximum age"
         }
         () = activity.idle_for(shared.connection.max_connection_idle) => {
-            tracing::debug!("connection idle for too long; closing it");
-            drain(&mut conn, &mut driver).await
-        }
-        () = unanswered_ping(ping_pong, shared.connection.keepalive) => {
-            tracing::debug!("keepalive ping unanswered; closing the connection");
-            Ok(())
+            "the connection was idle for too long"
         }
     };
+    tracing::debug!(reason = drain_reason, "draining the connection");
+    log_end(drain(&mut conn, &mut driver, dead_peer).await);
+}
+
+fn log_end(result: Result<(), h2::Error>) {
     if let Err(error) = result {
         tracing::debug!(%error, "HTTP/2 connection ended with an error");
     }
 }
 
 /// Sends GOAWAY (the peer opens no new streams) and serves the streams in flight until they
-/// end, or until the drain grace runs out and the connection is dropped with them.
-async fn drain<IO>(conn: &mut Connection<IO, Bytes>, driver: &mut Driver) -> Result<(), h2::Error>
+/// end, until the drain grace runs out, or until `dead_peer` finds the peer gone (keepalive);
+/// in the last two cases the connection is dropped with its calls.
+async fn drain<IO>(
+    conn: &mut Connection<IO, Bytes>,
+    driver: &mut Driver,
+    dead_peer: Pin<&mut impl Future<Output = ()>>,
+) -> Result<(), h2::Error>
 where
     IO: AsyncRead + AsyncWrite + Unpin,
 {
     conn.graceful_shutdown();
     let grace = driver.shared.connection.drain_grace;
     let finish = poll_fn(|cx| driver.poll(conn, cx));
-    match grace {
-        None => finish.await,
-        Some(grace) => tokio::time::timeout(grace, finish)
-            .await
-            .unwrap_or_else(|_| {
-                tracing::debug!("drain grace over; closing the connection with calls in flight");
-                Ok(())
-            }),
+    tokio::select! {
+        result = finish => result,
+        () = sleep_for(grace) => {
+            tracing::debug!("drain grace over; closing the connection with calls in flight");
+            Ok(())
+        }
+        () = dead_peer => {
+            tracing::debug!("keepalive ping unanswered while draining; closing the connection");
+            Ok(())
+        }
     }
 }
 
