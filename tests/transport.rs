@@ -205,3 +205,36 @@ fn connect_info_reports_what_it_was_given() {
         }
     );
 }
+
+/// `serve_with_incoming` over a stream that yields `errors` (as `errno`s), then ends.
+async fn serve_errors(errors: &[i32]) -> std::io::Result<()> {
+    let items: Vec<std::io::Result<tokio::io::DuplexStream>> = errors
+        .iter()
+        .map(|&errno| Err(std::io::Error::from_raw_os_error(errno)))
+        .collect();
+    let serving = Server::builder()
+        .add_service(GreeterServer::new(RecordingGreeter::default()))
+        .serve_with_incoming(futures_util::stream::iter(items), std::future::pending());
+    tokio::time::timeout(Duration::from_secs(5), serving)
+        .await
+        .expect("serving ends within 5 s")
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn serving_stops_with_the_error_of_a_broken_listener_and_not_of_a_failed_connection() {
+    // A reset connection and a shortage of file descriptors are passed over; the stream ends.
+    serve_errors(&[libc::ECONNRESET, libc::EMFILE])
+        .await
+        .expect("nothing broke");
+    // A listener that is no socket any more stops serving, with its error.
+    let error = serve_errors(&[
+        libc::ECONNRESET,
+        libc::EMFILE,
+        libc::EBADF,
+        libc::ECONNRESET,
+    ])
+    .await
+    .expect_err("the listener broke");
+    assert_eq!(error.raw_os_error(), Some(libc::EBADF));
+}

@@ -22,15 +22,17 @@ use super::connect_info::Connected;
 use super::hosted::BoxError;
 use super::{Shared, conn};
 
-/// Serves every connection `incoming` yields until `signal` completes or `incoming` ends, then
-/// shuts down gracefully: `incoming` is dropped (so a listener stops taking connections), every
-/// connection is told to drain, and this returns once all have ended.
+/// Serves every connection `incoming` yields until `signal` completes, `incoming` ends or it
+/// reports that it can accept no more, then shuts down gracefully: `incoming` is dropped (so a
+/// listener stops taking connections), every connection is told to drain, and this returns
+/// once all have ended, with the error that stopped accepting if one did.
 pub(super) async fn serve<I, IO, E, F>(
     shared: Shared,
     max_connections: Option<usize>,
     incoming: I,
     signal: F,
-) where
+) -> io::Result<()>
+where
     I: Stream<Item = Result<IO, E>>,
     IO: AsyncRead + AsyncWrite + Connected + Send + Unpin + 'static,
     E: Into<BoxError>,
@@ -39,7 +41,7 @@ pub(super) async fn serve<I, IO, E, F>(
     let shared = Arc::new(shared);
     let shutdown = CancellationToken::new();
     let connections = TaskTracker::new();
-    accept_until(
+    let stopped_by = accept_until(
         signal,
         incoming,
         max_connections,
@@ -55,16 +57,18 @@ pub(super) async fn serve<I, IO, E, F>(
     shutdown.cancel();
     connections.close();
     connections.wait().await;
+    stopped_by.map_or(Ok(()), Err)
 }
 
-/// Hands each connection of `incoming`, with its slot, to `spawn`, until `signal` completes or
-/// `incoming` ends; drops `incoming` on return.
+/// Hands each connection of `incoming`, with its slot, to `spawn`, until `signal` completes,
+/// `incoming` ends, or it fails for good (the error is returned); drops `incoming` on return.
 async fn accept_until<I, IO, E, F>(
     signal: F,
     incoming: I,
     max_connections: Option<usize>,
     mut spawn: impl FnMut(IO, Option<OwnedSemaphorePermit>),
-) where
+) -> Option<io::Error>
+where
     I: Stream<Item = Result<IO, E>>,
     E: Into<BoxError>,
     F: Future<Output = ()>,
@@ -75,13 +79,17 @@ async fn accept_until<I, IO, E, F>(
     let mut incoming = std::pin::pin!(incoming);
     loop {
         let accepted = tokio::select! {
-            () = &mut signal => return,
+            () = &mut signal => return None,
             accepted = next_connection(incoming.as_mut(), slots.as_ref()) => accepted,
         };
         match accepted {
             Some((Ok(io), slot)) => spawn(io, slot),
-            Some((Err(error), _)) => accept_failed(error.into()).await,
-            None => return,
+            Some((Err(error), _)) => {
+                if let Err(broken) = accept_failed(error.into()).await {
+                    return Some(broken);
+                }
+            }
+            None => return None,
         }
     }
 }
@@ -103,24 +111,90 @@ where
     Some((accepted, slot))
 }
 
-/// Accept errors concern one connection or a passing shortage; none stops the server.
-async fn accept_failed(error: BoxError) {
-    match error.downcast_ref::<io::Error>().map(io::Error::kind) {
-        Some(
-            io::ErrorKind::ConnectionAborted
-            | io::ErrorKind::ConnectionReset
-            | io::ErrorKind::ConnectionRefused,
-        ) => {}
-        Some(_) => {
-            // Out of file descriptors or memory: back off instead of spinning on the error.
-            tracing::error!(%error, "accepting a connection failed");
-            tokio::time::sleep(Duration::from_millis(50)).await;
+/// What a failed accept means for the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AcceptError {
+    /// One connection failed (it was reset or aborted before it was accepted, or its network
+    /// went away): take the next.
+    Connection,
+    /// A passing shortage (file descriptors, memory): wait a little, then accept again.
+    Shortage,
+    /// The listener itself is unusable (closed, not listening, not a socket): stop serving.
+    Broken,
+}
+
+impl AcceptError {
+    /// Sorts an accept error, by `errno` where there is one. Anything not known to concern a
+    /// single connection or a listener that is broken counts as a shortage: backing off and
+    /// retrying keeps the server up, and the error is logged.
+    fn of(error: &io::Error) -> AcceptError {
+        use io::ErrorKind::*;
+        #[cfg(unix)]
+        if let Some(errno) = error.raw_os_error() {
+            // accept(2) on Linux: network errors of the new connection are reported by accept
+            // and are to be treated as a failed connection.
+            const CONNECTION: [i32; 12] = [
+                libc::ECONNABORTED,
+                libc::ECONNRESET,
+                libc::ECONNREFUSED,
+                libc::EPROTO,
+                libc::ENOPROTOOPT,
+                libc::EHOSTDOWN,
+                libc::EHOSTUNREACH,
+                libc::ENETDOWN,
+                libc::ENETUNREACH,
+                libc::EOPNOTSUPP,
+                libc::EPERM,
+                libc::ETIMEDOUT,
+            ];
+            const BROKEN: [i32; 4] = [libc::EBADF, libc::EINVAL, libc::ENOTSOCK, libc::EFAULT];
+            if CONNECTION.contains(&errno) || errno == libc::EINTR || errno == libc::EAGAIN {
+                return AcceptError::Connection;
+            }
+            if BROKEN.contains(&errno) {
+                return AcceptError::Broken;
+            }
+            return AcceptError::Shortage;
         }
-        // A stream of connections of its own (say, one doing its own handshakes) reports a
-        // failed connection: skip it, letting other tasks run should it fail again at once.
-        None => {
+        match error.kind() {
+            ConnectionAborted | ConnectionReset | ConnectionRefused | Interrupted | WouldBlock
+            | TimedOut | HostUnreachable | NetworkUnreachable | NetworkDown => {
+                AcceptError::Connection
+            }
+            InvalidInput => AcceptError::Broken,
+            _ => AcceptError::Shortage,
+        }
+    }
+}
+
+/// Deals with a failed accept: skips a failed connection, backs off from a shortage, and gives
+/// back the error of a listener that is broken. An error of a stream of connections of your own
+/// that is not an `io::Error` counts as one failed connection.
+async fn accept_failed(error: BoxError) -> io::Result<()> {
+    let error = match error.downcast::<io::Error>() {
+        Ok(error) => *error,
+        Err(error) => {
+            tracing::debug!(%error, "an incoming connection failed");
+            // Let other tasks run should it fail again at once.
+            tokio::task::yield_now().await;
+            return Ok(());
+        }
+    };
+    match AcceptError::of(&error) {
+        AcceptError::Connection => {
             tracing::debug!(%error, "an incoming connection failed");
             tokio::task::yield_now().await;
+            Ok(())
+        }
+        AcceptError::Shortage => {
+            // Out of file descriptors or memory: back off instead of spinning on the error.
+            tracing::error!(%error, "accepting a connection failed; retrying in 50 ms");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            Ok(())
+        }
+        AcceptError::Broken => {
+            tracing::error!(%error, "the listener is broken; no more connections are accepted");
+            Err(error)
         }
     }
 }
@@ -144,4 +218,41 @@ where
     }
     let info = shared.connect_info.then(|| io.connect_info());
     conn::serve(io, info, handshake_deadline, shared, shutdown).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accept_errors_are_sorted_by_what_they_mean_for_the_server() {
+        let cases = [
+            (
+                io::Error::from(io::ErrorKind::ConnectionReset),
+                AcceptError::Connection,
+            ),
+            (
+                io::Error::from(io::ErrorKind::InvalidInput),
+                AcceptError::Broken,
+            ),
+            (io::Error::other("unknown"), AcceptError::Shortage),
+        ];
+        for (error, sorted) in cases {
+            assert_eq!(AcceptError::of(&error), sorted, "{error}");
+        }
+        #[cfg(unix)]
+        for (errno, sorted) in [
+            (libc::ECONNABORTED, AcceptError::Connection),
+            (libc::EHOSTUNREACH, AcceptError::Connection),
+            (libc::EMFILE, AcceptError::Shortage),
+            (libc::ENFILE, AcceptError::Shortage),
+            (libc::ENOBUFS, AcceptError::Shortage),
+            (libc::EBADF, AcceptError::Broken),
+            (libc::EINVAL, AcceptError::Broken),
+            (libc::ENOTSOCK, AcceptError::Broken),
+        ] {
+            let error = io::Error::from_raw_os_error(errno);
+            assert_eq!(AcceptError::of(&error), sorted, "{error}");
+        }
+    }
 }

@@ -397,7 +397,21 @@ impl Builder {
     /// Serves every connection `incoming` yields (any byte stream: a listener of another kind,
     /// connections accepted elsewhere, in-memory pipes) until `signal` completes or `incoming`
     /// ends, then shuts down gracefully (see [`serve_with_shutdown`](Self::serve_with_shutdown)).
-    /// An `Err` item is logged and skipped. A connection type of your own implements
+    ///
+    /// # Errors
+    /// An `Err` item of `incoming` is sorted by what it means (by its `errno` where it has one):
+    /// - one failed connection (reset or aborted before it was accepted, its network gone, or
+    ///   an error that is not an `io::Error`): logged at debug level and skipped;
+    /// - a passing shortage (out of file descriptors or memory, and any error not known to be
+    ///   one of the others): logged, and accepting resumes after 50 ms;
+    /// - a listener that is broken (`EBADF`, `EINVAL`, `ENOTSOCK`, `EFAULT`; `InvalidInput`
+    ///   where there is no `errno`): accepting stops, the connections being served drain as on
+    ///   shutdown, and the error is returned.
+    ///
+    /// Nothing else fails once serving has started; the other `serve*` methods can also fail to
+    /// bind first.
+    ///
+    /// A connection type of your own implements
     /// [`Connected`], which tells its addresses (or nothing) to
     /// [`connect_info`](Self::connect_info).
     ///
@@ -436,8 +450,7 @@ impl Builder {
             #[cfg(feature = "tls")]
             tls: self.tls.map(tls::Acceptor::new),
         };
-        incoming::serve(shared, self.max_connections, incoming, signal).await;
-        Ok(())
+        incoming::serve(shared, self.max_connections, incoming, signal).await
     }
 }
 
