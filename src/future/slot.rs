@@ -8,6 +8,11 @@
 //! and a future that completes on its first poll gives its block back. In the steady state a
 //! ready call reuses a block and allocates nothing; a pending call keeps its block as the
 //! `Box` of the spawned future, exactly as if it had been boxed up front.
+//!
+//! The cache is bounded in blocks and in bytes, and keeps what is used: the block given back
+//! last is kept first, and when a new one does not fit, the blocks given back longest ago go.
+//! A layout a thread serves all the time thus keeps its block, one seen once is forgotten, and
+//! a thread never holds more than `CACHED_BYTES_PER_THREAD` of idle blocks.
 
 use std::alloc::{self, Layout};
 use std::cell::RefCell;
@@ -23,9 +28,20 @@ use std::task::{Context, Poll};
 /// layouts; a few spare blocks each is plenty, and the bound keeps idle memory small.
 const CACHED_BLOCKS_PER_THREAD: usize = 16;
 
-/// Freed blocks of this thread, each with the layout it was allocated with.
+/// How many bytes of freed blocks one thread keeps, at most.
+const CACHED_BYTES_PER_THREAD: usize = 64 * 1024;
+
+/// Larger blocks are not kept: a future this big is rare, and would crowd out the others.
+const LARGEST_CACHED_BLOCK: usize = CACHED_BYTES_PER_THREAD / 4;
+
+/// Freed blocks of this thread, each with the layout it was allocated with, the one given
+/// back longest ago first.
+///
+/// Invariants: `bytes` is the sum of the blocks' sizes; at most `CACHED_BLOCKS_PER_THREAD`
+/// blocks and `CACHED_BYTES_PER_THREAD` bytes.
 struct BlockCache {
     blocks: Vec<(Layout, NonNull<u8>)>,
+    bytes: usize,
 }
 
 impl Drop for BlockCache {
@@ -38,16 +54,43 @@ impl Drop for BlockCache {
 }
 
 thread_local! {
-    static CACHE: RefCell<BlockCache> = const { RefCell::new(BlockCache { blocks: Vec::new() }) };
+    static CACHE: RefCell<BlockCache> = const {
+        RefCell::new(BlockCache { blocks: Vec::new(), bytes: 0 })
+    };
+}
+
+impl BlockCache {
+    /// The block of `layout` given back last, if any.
+    fn take(&mut self, layout: Layout) -> Option<NonNull<u8>> {
+        let index = self.blocks.iter().rposition(|(l, _)| *l == layout)?;
+        let (_, ptr) = self.blocks.remove(index);
+        self.bytes -= layout.size();
+        Some(ptr)
+    }
+
+    /// Keeps `ptr`, making room by freeing the blocks given back longest ago; gives it back
+    /// if it is too large to keep.
+    fn keep(&mut self, layout: Layout, ptr: NonNull<u8>) -> Result<(), NonNull<u8>> {
+        if layout.size() > LARGEST_CACHED_BLOCK {
+            return Err(ptr);
+        }
+        while self.blocks.len() == CACHED_BLOCKS_PER_THREAD
+            || self.bytes + layout.size() > CACHED_BYTES_PER_THREAD
+        {
+            let (old_layout, old) = self.blocks.remove(0);
+            self.bytes -= old_layout.size();
+            // SAFETY: every cached block was allocated by the global allocator with its layout.
+            unsafe { alloc::dealloc(old.as_ptr(), old_layout) };
+        }
+        self.blocks.push((layout, ptr));
+        self.bytes += layout.size();
+        Ok(())
+    }
 }
 
 fn take_block(layout: Layout) -> NonNull<u8> {
     let cached = CACHE
-        .try_with(|cache| {
-            let mut cache = cache.borrow_mut();
-            let index = cache.blocks.iter().rposition(|(l, _)| *l == layout)?;
-            Some(cache.blocks.swap_remove(index).1)
-        })
+        .try_with(|cache| cache.borrow_mut().take(layout))
         .ok()
         .flatten();
     cached.unwrap_or_else(|| {
@@ -58,18 +101,11 @@ fn take_block(layout: Layout) -> NonNull<u8> {
 }
 
 fn give_back_block(layout: Layout, ptr: NonNull<u8>) {
+    // A thread shutting down has no cache left: the block is freed.
     let kept = CACHE
-        .try_with(|cache| {
-            let mut cache = cache.borrow_mut();
-            if cache.blocks.len() < CACHED_BLOCKS_PER_THREAD {
-                cache.blocks.push((layout, ptr));
-                true
-            } else {
-                false
-            }
-        })
-        .unwrap_or(false);
-    if !kept {
+        .try_with(|cache| cache.borrow_mut().keep(layout, ptr))
+        .unwrap_or(Err(ptr));
+    if let Err(ptr) = kept {
         // SAFETY: the block was allocated by the global allocator with `layout`.
         unsafe { alloc::dealloc(ptr.as_ptr(), layout) };
     }
@@ -191,6 +227,89 @@ mod tests {
         assert!(slot.poll(&mut cx).is_pending());
         let mut boxed = slot.into_box();
         assert_eq!(boxed.as_mut().poll(&mut cx), Poll::Ready("done"));
+    }
+
+    /// A ready future of `N` bytes and more, run through a slot.
+    fn run_future_of<const N: usize>() {
+        let data = [7u8; N];
+        let mut slot = Slot::new(async move { std::hint::black_box(data).len() });
+        assert_eq!(
+            slot.poll(&mut Context::from_waker(Waker::noop())),
+            Poll::Ready(N)
+        );
+    }
+
+    fn layout_of<const N: usize>() -> Layout {
+        fn layout<F>(_: &F) -> Layout {
+            Layout::new::<F>()
+        }
+        let data = [7u8; N];
+        layout(&async move { std::hint::black_box(data).len() })
+    }
+
+    fn cached(layout: Layout) -> bool {
+        CACHE.with_borrow(|cache| cache.blocks.iter().any(|(l, _)| *l == layout))
+    }
+
+    fn cached_bytes() -> usize {
+        CACHE.with_borrow(|cache| {
+            assert_eq!(
+                cache.bytes,
+                cache.blocks.iter().map(|(l, _)| l.size()).sum::<usize>()
+            );
+            cache.bytes
+        })
+    }
+
+    /// Runs `f` on a new thread, whose cache starts empty.
+    fn on_fresh_thread(f: impl FnOnce() + Send + 'static) {
+        std::thread::spawn(f).join().unwrap();
+    }
+
+    macro_rules! run_sizes {
+        ($($n:literal)*) => { $( run_future_of::<$n>(); )* };
+    }
+
+    macro_rules! run_interleaved {
+        ($used:literal; $($n:literal)*) => { $( run_future_of::<$n>(); run_future_of::<$used>(); )* };
+    }
+
+    #[test]
+    fn a_layout_seen_after_the_cache_filled_up_is_cached_and_one_in_use_stays() {
+        on_fresh_thread(|| {
+            // The layout this thread serves all along, between forty others: more than the
+            // cache holds.
+            run_interleaved!(100; 200 210 220 230 240 250 260 270 280 290 300 310 320 330 340 350 360 370 380 390);
+            run_interleaved!(100; 400 410 420 430 440 450 460 470 480 490 500 510 520 530 540 550 560 570 580 590);
+            assert!(cached(layout_of::<100>()), "the layout in use was evicted");
+            assert!(
+                cached(layout_of::<590>()),
+                "the newest layout was not cached"
+            );
+            assert!(
+                !cached(layout_of::<200>()),
+                "the oldest idle layout is kept"
+            );
+            assert!(CACHE.with_borrow(|cache| cache.blocks.len()) <= CACHED_BLOCKS_PER_THREAD);
+        });
+    }
+
+    #[test]
+    fn idle_blocks_are_bounded_in_bytes() {
+        on_fresh_thread(|| {
+            run_sizes!(8000 8100 8200 8300 8400 8500 8600 8700 8800 8900 9000 9100);
+            assert!(cached(layout_of::<9100>()));
+            assert!(
+                cached_bytes() <= CACHED_BYTES_PER_THREAD,
+                "{} bytes of idle blocks",
+                cached_bytes()
+            );
+            run_future_of::<{ LARGEST_CACHED_BLOCK + 1 }>();
+            assert!(
+                !cached(layout_of::<{ LARGEST_CACHED_BLOCK + 1 }>()),
+                "too large to keep"
+            );
+        });
     }
 
     #[test]
