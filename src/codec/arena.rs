@@ -1,25 +1,32 @@
 //! A per-thread arena that small encoded frames are cut from, so that encoding a reply
 //! allocates nothing in the steady state.
 //!
-//! Each thread keeps one chunk, a [`BytesMut`] of [`CHUNK_SIZE`] bytes. A frame of at most
+//! Each thread keeps a current chunk, a [`BytesMut`] of [`CHUNK_SIZE`] bytes. A frame of at most
 //! [`MAX_SHARED_FRAME`] bytes is written at the front of the chunk's free space and split off as
 //! a [`Bytes`] that shares the chunk (`bytes` counts the references). When the free space is too
 //! short for the next frame, the chunk is reused from its start if every frame cut from it has
-//! been dropped (h2 drops a frame once it has written it); otherwise the thread moves on to a
-//! fresh chunk and the old one is freed when its last frame is dropped.
+//! been dropped (h2 drops a frame once it has written it). Otherwise the thread sets it aside
+//! as pinned and takes a pinned chunk whose frames have all been dropped since, or a fresh one.
+//!
+//! A frame that is held (queued for a peer whose window stays closed, or by a stalled reply
+//! stream) keeps its whole chunk alive. Left unbounded, a client holding one frame in every
+//! chunk's worth of traffic would pin a chunk per held frame: about 8 KiB per stream, on every
+//! connection. So a thread keeps at most [`MAX_PINNED_CHUNKS`] chunks aside; with all of them
+//! still pinned, small frames get buffers of their own (exactly their size, so a held one pins
+//! only its own bytes) until a chunk is free again.
 //!
 //! Invariants:
-//! - Between calls the thread's chunk holds no data (`len() == 0`): every frame written is split
+//! - Between calls the current chunk holds no data (`len() == 0`): every frame written is split
 //!   off whole (and a write that panicked half-way is cleared), so reusing a chunk copies
 //!   nothing.
 //! - A chunk costs two allocations: its buffer, and the shared reference count `bytes` creates
 //!   the first time a frame is split from it. Reusing it in place costs none.
-//! - Memory: a frame that is held (queued for a peer whose window is closed, or by a stalled
-//!   reply stream) keeps its whole chunk alive, so it pins at most one chunk, `CHUNK_SIZE`
-//!   bytes. A thread owns its current chunk plus the chunks its held frames pin. A frame larger
-//!   than `MAX_SHARED_FRAME` gets a buffer of exactly its size, so a chunk always takes at least
-//!   four frames and the tail left unused when a chunk is replaced is shorter than one frame
-//!   (at most a quarter of the chunk).
+//! - Memory: the arena never lets go of a chunk that frames still pin, so the chunks it has made
+//!   are all in its hands: a thread's frames pin at most `1 + MAX_PINNED_CHUNKS` chunks (72
+//!   KiB), whatever its connections do, besides the bytes of frames in buffers of their own. A
+//!   frame larger than `MAX_SHARED_FRAME` gets a buffer of exactly its size, so a chunk always
+//!   takes at least four frames and the tail left unused when a chunk is replaced is shorter
+//!   than one frame (at most a quarter of the chunk).
 
 use std::cell::RefCell;
 
@@ -32,9 +39,49 @@ const CHUNK_SIZE: usize = 8 * 1024;
 /// carries frames.
 const MAX_SHARED_FRAME: usize = CHUNK_SIZE / 4;
 
+/// How many chunks a thread sets aside while frames still pin them.
+const MAX_PINNED_CHUNKS: usize = 8;
+
+/// A thread's chunks.
+struct Arena {
+    /// The chunk frames are cut from; `None` until the first frame.
+    current: Option<BytesMut>,
+    /// Chunks the thread moved on from while some frame cut from them was still alive.
+    pinned: Vec<BytesMut>,
+}
+
 thread_local! {
-    /// This thread's chunk; `None` until the first frame.
-    static CHUNK: RefCell<Option<BytesMut>> = const { RefCell::new(None) };
+    static ARENA: RefCell<Arena> = const {
+        RefCell::new(Arena { current: None, pinned: Vec::new() })
+    };
+}
+
+impl Arena {
+    /// A chunk with room for `len` bytes at its front, if the arena may cut one more frame.
+    fn chunk_for(&mut self, len: usize) -> Option<&mut BytesMut> {
+        // `clear` only matters after a `write` that panicked half-way. `try_reclaim` never
+        // allocates: it succeeds if there is room after the frames already cut, or if every
+        // frame cut so far was dropped (it then rewinds to the chunk's start).
+        let reusable = |chunk: &mut BytesMut| {
+            chunk.clear();
+            chunk.try_reclaim(len)
+        };
+        if !self.current.as_mut().is_some_and(reusable) {
+            let free = self.pinned.iter_mut().position(reusable);
+            let next = match free {
+                Some(index) => Some(self.pinned.swap_remove(index)),
+                None if self.pinned.len() < MAX_PINNED_CHUNKS || self.current.is_none() => {
+                    Some(BytesMut::with_capacity(CHUNK_SIZE))
+                }
+                // Every chunk is pinned: hold on to them all, and cut nothing.
+                None => return None,
+            };
+            if let Some(held) = std::mem::replace(&mut self.current, next) {
+                self.pinned.push(held);
+            }
+        }
+        self.current.as_mut()
+    }
 }
 
 /// A frame of exactly `len` bytes, written by `write` into an empty buffer.
@@ -46,31 +93,22 @@ pub(super) fn frame(len: usize, write: impl FnOnce(&mut BytesMut)) -> Bytes {
         return own_buffer(len, write);
     }
     // A thread shutting down has no arena left, and a `write` that itself encodes a frame finds
-    // the chunk borrowed: both get a buffer of their own.
-    let free = CHUNK
-        .try_with(|slot| slot.try_borrow_mut().is_ok())
+    // the arena borrowed: both get a buffer of their own.
+    let free = ARENA
+        .try_with(|arena| arena.try_borrow_mut().is_ok())
         .unwrap_or(false);
     if !free {
         return own_buffer(len, write);
     }
     // Written in place: taking the chunk out of its slot and putting it back (a `Cell`) made
-    // encoding ~15 ns slower than allocating; in place it costs about the same.
-    CHUNK.with_borrow_mut(|slot| {
-        // `clear` only matters after a `write` that panicked half-way. `try_reclaim` never
-        // allocates: it succeeds if there is room after the frames already cut, or if every
-        // frame cut so far was dropped (it then rewinds to the chunk's start). Otherwise some
-        // frame of this chunk is still held: leave the chunk to it.
-        let reusable = slot.as_mut().is_some_and(|chunk| {
-            chunk.clear();
-            chunk.try_reclaim(len)
-        });
-        if !reusable {
-            *slot = None;
+    // encoding slower than allocating; in place it costs about the same (docs/BENCHMARKS.md).
+    ARENA.with_borrow_mut(|arena| match arena.chunk_for(len) {
+        Some(chunk) => {
+            write(chunk);
+            debug_assert_eq!(chunk.len(), len, "a frame writes the length it declared");
+            chunk.split().freeze()
         }
-        let chunk = slot.get_or_insert_with(|| BytesMut::with_capacity(CHUNK_SIZE));
-        write(chunk);
-        debug_assert_eq!(chunk.len(), len, "a frame writes the length it declared");
-        chunk.split().freeze()
+        None => own_buffer(len, write),
     })
 }
 
@@ -131,6 +169,55 @@ mod tests {
                 );
             }
             assert!(held.iter().all(|&b| b == 1));
+        });
+    }
+
+    #[test]
+    fn frames_held_one_per_chunk_pin_a_bounded_number_of_chunks() {
+        on_fresh_thread(|| {
+            let address = |frame: &Bytes| frame.as_ptr() as usize;
+            // Hold one frame, then let a chunk's worth of frames go, many times over: without
+            // a bound every held frame would keep a chunk of its own alive.
+            let mut held = Vec::new();
+            for round in 0..100u8 {
+                held.push(filled(64, round));
+                for _ in 0..CHUNK_SIZE / 64 {
+                    drop(filled(64, 0xff));
+                }
+            }
+            ARENA.with_borrow(|arena| {
+                assert!(arena.pinned.len() <= MAX_PINNED_CHUNKS);
+            });
+            // Each held frame lies in one of the arena's chunks or in a buffer of its own.
+            let chunks: Vec<std::ops::Range<usize>> = ARENA.with_borrow(|arena| {
+                arena
+                    .current
+                    .iter()
+                    .chain(&arena.pinned)
+                    .map(|chunk| {
+                        let end = chunk.as_ptr() as usize + chunk.capacity();
+                        end - CHUNK_SIZE..end
+                    })
+                    .collect()
+            });
+            let in_chunks = held
+                .iter()
+                .filter(|frame| chunks.iter().any(|chunk| chunk.contains(&address(frame))))
+                .count();
+            assert!(
+                in_chunks <= MAX_PINNED_CHUNKS + 1,
+                "{in_chunks} held frames in chunks"
+            );
+            for (round, frame) in held.iter().enumerate() {
+                assert!(
+                    frame.iter().all(|&b| b == round as u8),
+                    "frame {round} overwritten"
+                );
+            }
+            // Once the held frames go, the pinned chunks serve again.
+            drop(held);
+            let next = filled(64, 1);
+            assert!(chunks.iter().any(|chunk| chunk.contains(&address(&next))));
         });
     }
 

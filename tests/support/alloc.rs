@@ -7,7 +7,9 @@
 //!
 //! Bytes are what the allocator is asked for: the size of each `alloc` and `alloc_zeroed`, and
 //! the new size of each `realloc` (counted, like the allocation count, as a new allocation).
-//! Frees are not subtracted: the figure is bytes allocated, not bytes live.
+//! Frees are not subtracted: the figure is bytes allocated, not bytes live. Live bytes are
+//! counted apart ([`live_bytes`]): what the thread allocated, less what it freed, while
+//! counting.
 
 #![allow(dead_code)]
 
@@ -20,6 +22,7 @@ thread_local! {
     static COUNTING: Cell<bool> = const { Cell::new(false) };
     static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
     static BYTES: Cell<u64> = const { Cell::new(0) };
+    static LIVE: Cell<i64> = const { Cell::new(0) };
 }
 
 // SAFETY: every call is forwarded to `System`; the thread-locals are const-initialized
@@ -28,6 +31,7 @@ unsafe impl GlobalAlloc for CountingAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         note_allocation();
         note_bytes(layout.size());
+        note_live(layout.size() as i64);
         // SAFETY: forwarded with the caller's guarantees.
         unsafe { System.alloc(layout) }
     }
@@ -35,6 +39,7 @@ unsafe impl GlobalAlloc for CountingAllocator {
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         note_allocation();
         note_bytes(layout.size());
+        note_live(layout.size() as i64);
         // SAFETY: forwarded with the caller's guarantees.
         unsafe { System.alloc_zeroed(layout) }
     }
@@ -42,11 +47,13 @@ unsafe impl GlobalAlloc for CountingAllocator {
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         note_allocation();
         note_bytes(new_size);
+        note_live(new_size as i64 - layout.size() as i64);
         // SAFETY: forwarded with the caller's guarantees.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        note_live(-(layout.size() as i64));
         // SAFETY: forwarded with the caller's guarantees.
         unsafe { System.dealloc(ptr, layout) }
     }
@@ -66,6 +73,19 @@ fn note_bytes(size: usize) {
             let _ = BYTES.try_with(|n| n.set(n.get() + size as u64));
         }
     });
+}
+
+fn note_live(change: i64) {
+    let _ = COUNTING.try_with(|counting| {
+        if counting.get() {
+            let _ = LIVE.try_with(|n| n.set(n.get() + change));
+        }
+    });
+}
+
+/// Bytes allocated on this thread while counting, less those freed on it while counting.
+pub fn live_bytes() -> i64 {
+    LIVE.with(Cell::get)
 }
 
 /// Starts or stops counting this thread's allocations.
