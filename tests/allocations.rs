@@ -18,6 +18,44 @@ use support::pb::helloworld::{HelloReply, HelloRequest};
 #[global_allocator]
 static ALLOCATOR: alloc::CountingAllocator = alloc::CountingAllocator;
 
+/// The exact counts asserted below depend on how dependencies allocate: `http`'s `HeaderMap`
+/// and `Extensions`, tonic's `Request`, `Response` and `MetadataMap`, prost's decoding, `bytes`.
+/// They were measured with these versions; an upgrade that moves a count fails here first:
+/// re-measure, then update the count and this list together.
+const MEASURED_WITH: [(&str, &str); 4] = [
+    ("http", "1.5.0"),
+    ("tonic", "0.14.9"),
+    ("prost", "0.14.6"),
+    ("bytes", "1.12.2"),
+];
+
+/// For a failed exact count: the versions it was measured with, and the ones this build locks.
+fn versions_note() -> String {
+    let lock = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.lock"))
+        .unwrap_or_default();
+    let locked = |name: &str| {
+        let entry = format!("name = \"{name}\"\nversion = \"");
+        lock.split(&entry)
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .unwrap_or("?")
+            .to_owned()
+    };
+    let measured: Vec<String> = MEASURED_WITH
+        .iter()
+        .map(|(name, version)| format!("{name} {version}"))
+        .collect();
+    let now: Vec<String> = MEASURED_WITH
+        .iter()
+        .map(|(name, _)| format!("{name} {}", locked(name)))
+        .collect();
+    format!(
+        "measured with {}; this build locks {}. If a dependency moved, re-measure.",
+        measured.join(", "),
+        now.join(", ")
+    )
+}
+
 #[test]
 fn ready_chain_allocates_nothing() {
     let (result, allocations) = alloc::count_allocations(|| {
@@ -164,7 +202,12 @@ fn generated_handler_ready_path_allocates_the_same_for_fast_future_and_async_fn(
     // The service's own work: decoding `name` (1) and growing it into the reply (1).
     // The framework's: two `HeaderMap`s, response headers and trailers, that h2's API takes by
     // value (2 each). The reply frame is cut from this thread's recycled chunk: none.
-    assert_eq!(fast_allocations, 6, "ready strict call allocations");
+    assert_eq!(
+        fast_allocations,
+        6,
+        "ready strict call allocations ({})",
+        versions_note()
+    );
     println!("generated unary handler, ready strict call: {fast_allocations} allocations");
 }
 
@@ -206,14 +249,16 @@ fn connect_info_costs_three_allocations_or_one_beside_a_deadline() {
     assert_eq!(
         with_info - plain,
         3,
-        "the extensions' map box, its table, the boxed ConnectInfo"
+        "the extensions' map box, its table, the boxed ConnectInfo ({})",
+        versions_note()
     );
     let with_deadline = serve_with(true, false);
     let with_both = serve_with(true, true);
     assert_eq!(
         with_both - with_deadline,
         1,
-        "beside a deadline, only the boxed ConnectInfo"
+        "beside a deadline, only the boxed ConnectInfo ({})",
+        versions_note()
     );
     println!(
         "ready strict call: {plain} allocations, {with_info} with ConnectInfo; \
