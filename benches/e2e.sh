@@ -51,6 +51,8 @@ wait_for_port() {
 # run NAME REQUESTS CONNECTIONS STREAMS SERVER_CPUS -- SERVER_COMMAND...
 run() {
   local name=$1 n=$2 c=$3 m=$4 cpus=$5; shift 6
+  # h2load appends to its log: start each run's empty, or its percentiles mix in earlier runs.
+  : > "$log"
   taskset -c "$cpus" "$@" >/dev/null 2>&1 &
   local pid=$!
   wait_for_port
