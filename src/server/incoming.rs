@@ -133,7 +133,7 @@ impl AcceptError {
         if let Some(errno) = error.raw_os_error() {
             // accept(2) on Linux: network errors of the new connection are reported by accept
             // and are to be treated as a failed connection.
-            const CONNECTION: [i32; 12] = [
+            const CONNECTION: [i32; 14] = [
                 libc::ECONNABORTED,
                 libc::ECONNRESET,
                 libc::ECONNREFUSED,
@@ -146,9 +146,11 @@ impl AcceptError {
                 libc::EOPNOTSUPP,
                 libc::EPERM,
                 libc::ETIMEDOUT,
+                libc::EINTR,
+                libc::EAGAIN,
             ];
             const BROKEN: [i32; 4] = [libc::EBADF, libc::EINVAL, libc::ENOTSOCK, libc::EFAULT];
-            if CONNECTION.contains(&errno) || errno == libc::EINTR || errno == libc::EAGAIN {
+            if CONNECTION.contains(&errno) {
                 return AcceptError::Connection;
             }
             if BROKEN.contains(&errno) {
@@ -171,18 +173,13 @@ impl AcceptError {
 /// back the error of a listener that is broken. An error of a stream of connections of your own
 /// that is not an `io::Error` counts as one failed connection.
 async fn accept_failed(error: BoxError) -> io::Result<()> {
-    let error = match error.downcast::<io::Error>() {
-        Ok(error) => *error,
-        Err(error) => {
-            tracing::debug!(%error, "an incoming connection failed");
-            // Let other tasks run should it fail again at once.
-            tokio::task::yield_now().await;
-            return Ok(());
-        }
-    };
-    match AcceptError::of(&error) {
+    let sorted = error
+        .downcast_ref::<io::Error>()
+        .map_or(AcceptError::Connection, AcceptError::of);
+    match sorted {
         AcceptError::Connection => {
             tracing::debug!(%error, "an incoming connection failed");
+            // Let other tasks run should it fail again at once.
             tokio::task::yield_now().await;
             Ok(())
         }
@@ -194,7 +191,9 @@ async fn accept_failed(error: BoxError) -> io::Result<()> {
         }
         AcceptError::Broken => {
             tracing::error!(%error, "the listener is broken; no more connections are accepted");
-            Err(error)
+            Err(error
+                .downcast::<io::Error>()
+                .map_or_else(io::Error::other, |error| *error))
         }
     }
 }
