@@ -3,9 +3,8 @@
 //! behind the [`FastService`] interface, so such a call that completes at once is still answered
 //! inline.
 
-use std::sync::Mutex;
-
 use std::convert::Infallible;
+use std::sync::Mutex;
 
 use bytes::Bytes;
 use tonic::Status;
