@@ -12,7 +12,7 @@ pub use tower_service::Service;
 
 pub use crate::body::{RequestBody, ResponseBody};
 pub use crate::codec::Streaming;
-pub use crate::compression::CompressionEncoding;
+pub use crate::compression::{CompressionEncoding, EncodingList};
 pub use crate::handler::{
     HandlerConfig, InlineMode, MethodCosts, ResponseFuture, client_streaming, server_streaming,
     streaming, unary, unimplemented_method,

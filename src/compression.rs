@@ -162,6 +162,34 @@ impl EncodingList {
     pub const fn is_empty(&self) -> bool {
         self.len == 0
     }
+
+    /// The `grpc-accept-encoding` a service whose requests may use these encodings sends with
+    /// every response, as C-core's servers do; `None` for an empty list. A static value: adding
+    /// it to a response allocates nothing.
+    ///
+    /// ```
+    /// use fastgrpc::compression::{CompressionEncoding, EncodingList};
+    ///
+    /// let list = EncodingList::new().with(CompressionEncoding::Deflate).with(CompressionEncoding::Gzip);
+    /// assert_eq!(list.accept_header().unwrap(), "identity,gzip,deflate");
+    /// assert!(EncodingList::new().accept_header().is_none());
+    /// ```
+    pub fn accept_header(&self) -> Option<HeaderValue> {
+        // Indexed by the encodings' bits (gzip 1, deflate 2, zstd 4), names in `ALL`'s order;
+        // built at compile time, so a response only clones a static value.
+        static VALUES: [HeaderValue; 8] = [
+            HeaderValue::from_static("identity"),
+            HeaderValue::from_static("identity,gzip"),
+            HeaderValue::from_static("identity,deflate"),
+            HeaderValue::from_static("identity,gzip,deflate"),
+            HeaderValue::from_static("identity,zstd"),
+            HeaderValue::from_static("identity,zstd,gzip"),
+            HeaderValue::from_static("identity,zstd,deflate"),
+            HeaderValue::from_static("identity,zstd,gzip,deflate"),
+        ];
+        let bits = self.as_slice().iter().fold(0, |bits, e| bits | e.bit());
+        (bits != 0).then(|| VALUES[usize::from(bits)].clone())
+    }
 }
 
 impl Default for EncodingList {

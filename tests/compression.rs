@@ -145,15 +145,41 @@ async fn replies_are_compressed_only_for_clients_that_accept_the_encoding() {
 }
 
 #[tokio::test]
-async fn a_compressed_request_to_a_service_without_compression_is_refused() {
+async fn gzip_requests_are_accepted_by_default_and_answers_say_so() {
     let server = TestServer::start(Server::builder().add_service(GreeterServer::new(Echo))).await;
-    let body = compressed(
-        CompressionEncoding::Gzip,
-        &HelloRequest { name: "x".into() },
-    );
-    let response = say_hello(&server, &[("grpc-encoding", "gzip")], body).await;
+    let hello = HelloRequest { name: "x".into() };
+    // As C-core and grpc-go: gzip is accepted without asking. A client that speaks compression
+    // (it sends `grpc-accept-encoding`, as C-core and grpc-go clients do) is told so.
+    let gzipped = compressed(CompressionEncoding::Gzip, &hello);
+    let speaks_compression = [("grpc-encoding", "gzip"), ("grpc-accept-encoding", "gzip")];
+    let response = say_hello(&server, &speaks_compression, gzipped).await;
+    assert_eq!(response.grpc_status(), Some("0"), "{response:?}");
+    assert_eq!(reply(&response).0, "x");
+    assert_eq!(response.headers["grpc-accept-encoding"], "identity,gzip");
+    // A client that does not is spared the header on success.
+    let plain = say_hello(&server, &[], support::frame(&hello.encode_to_vec())).await;
+    assert_eq!(reply(&plain).0, "x");
+    assert!(plain.headers.get("grpc-accept-encoding").is_none());
+    // Other encodings are refused, and every failed call says what is accepted.
+    let deflated = compressed(CompressionEncoding::Deflate, &hello);
+    let response = say_hello(&server, &[("grpc-encoding", "deflate")], deflated).await;
+    assert_eq!(response.grpc_status(), Some("12"));
+    assert_eq!(response.headers["grpc-accept-encoding"], "identity,gzip");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_service_that_refuses_compressed_requests_refuses_gzip_too() {
+    let service = GreeterServer::new(Echo).refuse_compressed_requests();
+    let server = TestServer::start(Server::builder().add_service(service)).await;
+    let hello = HelloRequest { name: "x".into() };
+    let gzipped = compressed(CompressionEncoding::Gzip, &hello);
+    let response = say_hello(&server, &[("grpc-encoding", "gzip")], gzipped).await;
     assert_eq!(response.grpc_status(), Some("12"));
     assert_eq!(response.headers["grpc-accept-encoding"], "identity");
+    let plain = say_hello(&server, &[], support::frame(&hello.encode_to_vec())).await;
+    assert_eq!(reply(&plain).0, "x");
+    assert!(plain.headers.get("grpc-accept-encoding").is_none());
     server.stop().await;
 }
 

@@ -117,9 +117,22 @@ fn server_module(
                     self
                 }
 
-                /// Accepts requests compressed with `encoding` (others get `UNIMPLEMENTED`).
+                /// Accepts requests compressed with `encoding` too. gzip is accepted by default
+                /// (as C-core and grpc-go do); requests in other encodings get `UNIMPLEMENTED`.
+                /// Failed calls, and replies to clients that send a `grpc-accept-encoding` of
+                /// their own, announce the accepted encodings in `grpc-accept-encoding`.
                 pub fn accept_compressed(mut self, encoding: CompressionEncoding) -> Self {
                     self.config.accept_compression = self.config.accept_compression.with(encoding);
+                    self
+                }
+
+                /// Refuses compressed requests, gzip included, with `UNIMPLEMENTED` (until
+                /// `accept_compressed` enables an encoding again). A compressed request is
+                /// always decompressed within `max_decoding_message_size`, so accepting gzip
+                /// does not open the door to decompression bombs; this is for services that
+                /// want no compression at all.
+                pub fn refuse_compressed_requests(mut self) -> Self {
+                    self.config.accept_compression = EncodingList::new();
                     self
                 }
 

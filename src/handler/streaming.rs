@@ -37,6 +37,7 @@ where
     F: Future<Output = Result<tonic::Response<S>, Status>> + Send + 'static,
 {
     respond(
+        config.config,
         call_with_message(request, config, method)
             .map(|(reply, encoding)| reply.map(move |reply| marshal_stream(reply, encoding))),
     )
@@ -55,6 +56,7 @@ where
     F: Future<Output = Result<tonic::Response<Resp>, Status>> + Send + 'static,
 {
     respond(
+        config.config,
         call_with_stream(request, config, method).map(|(reply, encoding)| {
             reply.and_then(move |reply| FastFuture::ready(marshal(reply, encoding)))
         }),
@@ -75,6 +77,7 @@ where
     F: Future<Output = Result<tonic::Response<S>, Status>> + Send + 'static,
 {
     respond(
+        config.config,
         call_with_stream(request, config, method)
             .map(|(reply, encoding)| reply.map(move |reply| marshal_stream(reply, encoding))),
     )
@@ -121,7 +124,7 @@ where
         .map(move |message| message.and_then(|message| codec.encode(&message, switch.as_ref())));
     let trailers = Trailers::take(&mut extensions);
     let mut response = http::Response::new(ResponseBody::streaming(Box::pin(frames), trailers));
-    *response.headers_mut() = reply_headers(metadata, codec.encoding);
+    *response.headers_mut() = reply_headers(metadata, codec);
     *response.extensions_mut() = extensions;
     response
 }

@@ -38,6 +38,7 @@ where
     F: Future<Output = Result<tonic::Response<Resp>, Status>> + Send + 'static,
 {
     respond(
+        config.config,
         call_with_message(request, config, method).map(|(reply, encoding)| {
             reply.and_then(move |reply| FastFuture::ready(marshal(reply, encoding)))
         }),
@@ -140,7 +141,7 @@ pub(super) fn marshal<M: Message>(
     let frame = codec.encode(&message, extensions.get::<MessageCompression>())?;
     let trailers = status::ok_trailers(Trailers::take(&mut extensions));
     let mut response = http::Response::new(ResponseBody::unary(frame, trailers));
-    *response.headers_mut() = reply_headers(metadata, codec.encoding);
+    *response.headers_mut() = reply_headers(metadata, codec);
     *response.extensions_mut() = extensions;
     Ok(response)
 }
