@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use fastgrpc::server::ServerStats;
 use fastgrpc::{BoxStream, FastFuture, Request, Response, RpcFuture, Server, Status};
 use prost::Message;
 use support::pb::grpc_testing::test_service_server::{TestService, TestServiceServer};
@@ -147,6 +148,19 @@ async fn pipelined(
     .expect("every answer within 30 s")
 }
 
+/// A server hosting `Work` with the default (adaptive) inline, and its counts.
+async fn work_server() -> (TestServer, ServerStats) {
+    let builder = Server::builder().add_service(TestServiceServer::new(Work::default()));
+    let stats = builder.stats();
+    (TestServer::start(builder).await, stats)
+}
+
+/// One call to `path` with `body` on a new connection; it must succeed.
+async fn call_ok(server: &TestServer, path: &str, body: Bytes) {
+    let answer = pipelined(server, path, body, &[], 1).await;
+    assert_eq!(answer[0].0, "0", "{path}: {answer:?}");
+}
+
 fn arrival_range(answers: &[Answer]) -> (Duration, Duration) {
     let first = answers.iter().map(|(_, at)| *at).min().unwrap();
     let last = answers.iter().map(|(_, at)| *at).max().unwrap();
@@ -210,13 +224,10 @@ async fn a_connection_running_slow_inline_calls_lets_other_connections_in() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_method_that_computes_for_long_is_spawned_and_a_light_one_stays_inline() {
     let _alone = ONE_AT_A_TIME.lock().await;
-    let builder = Server::builder().add_service(TestServiceServer::new(Work::default()));
-    let stats = builder.stats();
-    let server = TestServer::start(builder).await;
+    let (server, stats) = work_server().await;
 
     for _ in 0..10 {
-        let answer = pipelined(&server, UNARY, work(2_000), &[], 1).await;
-        assert_eq!(answer[0].0, "0");
+        call_ok(&server, UNARY, work(2_000)).await;
     }
     let heavy_spawned = stats.call_tasks_spawned();
     // The first two calls teach the server what the method costs; at most they run inline.
@@ -226,8 +237,7 @@ async fn a_method_that_computes_for_long_is_spawned_and_a_light_one_stays_inline
     );
 
     for _ in 0..20 {
-        let answer = pipelined(&server, EMPTY, Bytes::from_static(&[0; 5]), &[], 1).await;
-        assert_eq!(answer[0].0, "0");
+        call_ok(&server, EMPTY, Bytes::from_static(&[0; 5])).await;
     }
     assert_eq!(
         stats.call_tasks_spawned(),
@@ -240,19 +250,16 @@ async fn a_method_that_computes_for_long_is_spawned_and_a_light_one_stays_inline
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_method_that_became_cheap_comes_back_inline() {
     let _alone = ONE_AT_A_TIME.lock().await;
-    let builder = Server::builder().add_service(TestServiceServer::new(Work::default()));
-    let stats = builder.stats();
-    let server = TestServer::start(builder).await;
+    let (server, stats) = work_server().await;
     for _ in 0..5 {
-        pipelined(&server, UNARY, work(2_000), &[], 1).await;
+        call_ok(&server, UNARY, work(2_000)).await;
     }
     let mut spawned_before_last_20 = 0;
     for call in 0..60 {
         if call == 40 {
             spawned_before_last_20 = stats.call_tasks_spawned();
         }
-        let answer = pipelined(&server, UNARY, work(0), &[], 1).await;
-        assert_eq!(answer[0].0, "0");
+        call_ok(&server, UNARY, work(0)).await;
     }
     assert!(spawned_before_last_20 > 5, "the heavy calls were spawned");
     assert_eq!(
@@ -266,20 +273,16 @@ async fn a_method_that_became_cheap_comes_back_inline() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ready_call_spawns_no_task_and_a_waiting_one_does() {
     let _alone = ONE_AT_A_TIME.lock().await;
-    let builder = Server::builder().add_service(TestServiceServer::new(Work::default()));
-    let stats = builder.stats();
-    let server = TestServer::start(builder).await;
+    let (server, stats) = work_server().await;
     for _ in 0..10 {
-        let answer = pipelined(&server, UNARY, work(0), &[], 1).await;
-        assert_eq!(answer[0].0, "0");
+        call_ok(&server, UNARY, work(0)).await;
     }
     assert_eq!(
         stats.call_tasks_spawned(),
         0,
         "ready calls are answered inline"
     );
-    let answer = pipelined(&server, UNARY, waiting(), &[], 1).await;
-    assert_eq!(answer[0].0, "0");
+    call_ok(&server, UNARY, waiting()).await;
     assert_eq!(stats.call_tasks_spawned(), 1, "a waiting call gets a task");
     server.stop().await;
 }
