@@ -11,6 +11,7 @@ pub mod metadata;
 pub mod server;
 pub mod status;
 pub mod stream;
+mod web;
 
 #[doc(hidden)]
 pub mod codegen;

@@ -9,6 +9,7 @@ use crate::FastFuture;
 use crate::body::RequestBody;
 use crate::handler::ResponseFuture;
 use crate::status;
+use crate::web::Web;
 
 /// The services a server hosts, looked up by fully-qualified name (`package.Service`).
 #[derive(Default)]
@@ -30,15 +31,30 @@ impl Router {
         }
     }
 
-    /// Answers `request`: HTTP errors for non-gRPC requests, `UNIMPLEMENTED` for unknown
-    /// services, the service's own answer otherwise.
+    /// Answers `request`: HTTP errors for requests that are neither gRPC nor gRPC-Web,
+    /// `UNIMPLEMENTED` for unknown services, the service's own answer otherwise. A gRPC-Web
+    /// call is served as gRPC and its answer translated back (`crate::web`).
     pub(crate) fn call(&self, request: http::Request<RequestBody>) -> ResponseFuture {
         if request.method() != http::Method::POST {
             return FastFuture::ok(status::method_not_allowed());
         }
-        if !is_grpc_content_type(request.headers().get(http::header::CONTENT_TYPE)) {
-            return FastFuture::ok(status::unsupported_media_type());
+        let content_type = request.headers().get(http::header::CONTENT_TYPE);
+        if is_grpc_content_type(content_type) {
+            return self.serve(request);
         }
+        match content_type.and_then(|value| Web::of(value.as_bytes())) {
+            Some(web) => match web.grpc_request(request) {
+                Ok(request) => self
+                    .serve(request)
+                    .map(move |response| web.web_response(response)),
+                Err(status) => FastFuture::ok(web.web_response(status::response(&status))),
+            },
+            None => FastFuture::ok(status::unsupported_media_type()),
+        }
+    }
+
+    /// Answers a gRPC request: the service's answer, or `UNIMPLEMENTED` for an unknown one.
+    fn serve(&self, request: http::Request<RequestBody>) -> ResponseFuture {
         let path = request.uri().path();
         match self.route(path) {
             Some(service) => service.call(request),
