@@ -22,6 +22,11 @@ use tonic::Status;
 use crate::body::{RequestBody, ResponseBody};
 use crate::status;
 
+mod cors;
+
+pub use self::cors::Cors;
+pub(crate) use self::cors::origin;
+
 /// Which of gRPC-Web's encodings a call uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Web {
@@ -82,15 +87,20 @@ impl Web {
         Ok(http::Request::from_parts(parts, body))
     }
 
-    /// The service's gRPC response as gRPC-Web: its `content-type`, and a body that ends with
-    /// the trailers frame (base64-encoded throughout for `-text`). A trailers-only response
-    /// stays one: its status is in the headers, where gRPC-Web clients read it too.
+    /// The service's gRPC response as gRPC-Web: its `content-type`, `cors` (the headers that
+    /// let a page of another origin read it, if any), and a body that ends with the trailers
+    /// frame (base64-encoded throughout for `-text`). A trailers-only response stays one: its
+    /// status is in the headers, where gRPC-Web clients read it too.
     pub(crate) fn web_response(
         self,
         response: http::Response<ResponseBody>,
+        cors: HeaderMap,
     ) -> http::Response<ResponseBody> {
         let (mut parts, body) = response.into_parts();
         parts.headers.insert(CONTENT_TYPE, self.content_type());
+        if !cors.is_empty() {
+            parts.headers.extend(cors);
+        }
         let body = if body.is_end_stream() {
             body
         } else {

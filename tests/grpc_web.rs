@@ -336,3 +336,112 @@ async fn a_text_body_that_arrives_in_pieces_is_decoded_as_it_comes() {
     );
     server.stop().await;
 }
+
+/// A browser's preflight for a gRPC-Web call from a page of `origin`.
+async fn preflight(server: &TestServer, origin: &str) -> RawResponse {
+    raw_request(
+        server.addr,
+        http::Method::OPTIONS,
+        "/grpc.testing.TestService/UnaryCall",
+        &[
+            ("origin", origin),
+            ("access-control-request-method", "POST"),
+            (
+                "access-control-request-headers",
+                "content-type,x-grpc-web,grpc-timeout",
+            ),
+        ],
+        Bytes::new(),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn pages_of_any_origin_may_call_without_credentials_by_default() {
+    let (server, _) = web_server().await;
+    let response = preflight(&server, "https://app.example").await;
+    assert_eq!(response.status, http::StatusCode::NO_CONTENT);
+    assert_eq!(response.headers["access-control-allow-origin"], "*");
+    assert_eq!(
+        response.headers["access-control-allow-headers"],
+        "content-type,x-grpc-web,grpc-timeout"
+    );
+    assert!(
+        response.headers["access-control-allow-methods"]
+            .to_str()
+            .unwrap()
+            .contains("POST")
+    );
+    assert!(
+        response
+            .headers
+            .get("access-control-allow-credentials")
+            .is_none()
+    );
+
+    let call = raw_request(
+        server.addr,
+        http::Method::POST,
+        "/grpc.testing.TestService/UnaryCall",
+        &[
+            ("content-type", "application/grpc-web+proto"),
+            ("origin", "https://app.example"),
+        ],
+        sized(1),
+    )
+    .await;
+    assert_eq!(call.headers["access-control-allow-origin"], "*");
+    let exposed = call.headers["access-control-expose-headers"]
+        .to_str()
+        .unwrap();
+    assert!(exposed.contains("grpc-status") && exposed.contains("grpc-message"));
+    // gRPC itself is not for browsers: no CORS headers there.
+    let grpc = raw_request(
+        server.addr,
+        http::Method::POST,
+        "/grpc.testing.TestService/UnaryCall",
+        &[
+            ("content-type", "application/grpc"),
+            ("origin", "https://app.example"),
+        ],
+        sized(1),
+    )
+    .await;
+    assert!(grpc.headers.get("access-control-allow-origin").is_none());
+    // An OPTIONS that is no preflight is still not allowed.
+    let options = raw_request(
+        server.addr,
+        http::Method::OPTIONS,
+        "/grpc.testing.TestService/UnaryCall",
+        &[],
+        Bytes::new(),
+    )
+    .await;
+    assert_eq!(options.status, http::StatusCode::METHOD_NOT_ALLOWED);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn only_listed_origins_may_call_and_they_may_send_credentials() {
+    let cors = fastgrpc::server::Cors::origins(["https://app.example"])
+        .unwrap()
+        .allow_credentials(true);
+    let server = TestServer::start(
+        Server::builder()
+            .web_cors(cors)
+            .add_service(TestServiceServer::new(Web)),
+    )
+    .await;
+    let allowed = preflight(&server, "https://app.example").await;
+    assert_eq!(allowed.status, http::StatusCode::NO_CONTENT);
+    assert_eq!(
+        allowed.headers["access-control-allow-origin"],
+        "https://app.example"
+    );
+    assert_eq!(allowed.headers["access-control-allow-credentials"], "true");
+    assert_eq!(allowed.headers["vary"], "origin");
+    let refused = preflight(&server, "https://evil.example").await;
+    assert_eq!(refused.status, http::StatusCode::FORBIDDEN);
+    assert!(refused.headers.get("access-control-allow-origin").is_none());
+    server.stop().await;
+}

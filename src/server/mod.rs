@@ -37,6 +37,7 @@ pub use self::routes::Routes;
 pub use self::service::{FastService, NamedService};
 #[cfg(feature = "tls")]
 pub use self::tls::{TlsConfig, TlsError};
+pub use crate::web::Cors;
 
 use std::fmt;
 use std::future::Future;
@@ -169,6 +170,14 @@ impl Builder {
         L: Layer<layers::HttpService, Service: TowerService> + Send + 'static,
     {
         self.layers.push(layer);
+        self
+    }
+
+    /// Which web pages may call the server's gRPC-Web methods from a browser (CORS): the
+    /// preflight `OPTIONS` is answered, and answers to an allowed page let it read the status.
+    /// Default: [`Cors::any_origin`], pages of any origin, without credentials.
+    pub fn web_cors(mut self, cors: Cors) -> Self {
+        self.router.set_cors(cors);
         self
     }
 

@@ -9,13 +9,16 @@ use crate::FastFuture;
 use crate::body::RequestBody;
 use crate::handler::ResponseFuture;
 use crate::status;
-use crate::web::Web;
+use crate::web::{self, Cors, Web};
+use http::HeaderMap;
 
 /// The services a server hosts, looked up by fully-qualified name (`package.Service`).
 #[derive(Default)]
 pub(crate) struct Router {
     /// Few services per server: a linear scan over names beats hashing the path.
     routes: Vec<(&'static str, Box<dyn FastService>)>,
+    /// Who may call gRPC-Web methods from pages of other origins.
+    cors: Cors,
 }
 
 impl Router {
@@ -35,22 +38,40 @@ impl Router {
     /// `UNIMPLEMENTED` for unknown services, the service's own answer otherwise. A gRPC-Web
     /// call is served as gRPC and its answer translated back (`crate::web`).
     pub(crate) fn call(&self, request: http::Request<RequestBody>) -> ResponseFuture {
+        let headers = request.headers();
         if request.method() != http::Method::POST {
-            return FastFuture::ok(status::method_not_allowed());
+            // A browser asking whether a page of another origin may call.
+            let preflight = request.method() == http::Method::OPTIONS
+                && headers.contains_key(http::header::ACCESS_CONTROL_REQUEST_METHOD);
+            return FastFuture::ok(match web::origin(headers).filter(|_| preflight) {
+                Some(origin) => self.cors.preflight(origin, headers),
+                None => status::method_not_allowed(),
+            });
         }
-        let content_type = request.headers().get(http::header::CONTENT_TYPE);
+        let content_type = headers.get(http::header::CONTENT_TYPE);
         if is_grpc_content_type(content_type) {
             return self.serve(request);
         }
-        match content_type.and_then(|value| Web::of(value.as_bytes())) {
-            Some(web) => match web.grpc_request(request) {
-                Ok(request) => self
-                    .serve(request)
-                    .map(move |response| web.web_response(response)),
-                Err(status) => FastFuture::ok(web.web_response(status::response(&status))),
-            },
-            None => FastFuture::ok(status::unsupported_media_type()),
+        let Some(web) = content_type.and_then(|value| Web::of(value.as_bytes())) else {
+            return FastFuture::ok(status::unsupported_media_type());
+        };
+        // Computed now, while the request is at hand; empty (no allocation) for a call from
+        // the server's own origin.
+        let mut cors = HeaderMap::new();
+        if let Some(origin) = web::origin(headers) {
+            self.cors.answer(origin, &mut cors);
         }
+        match web.grpc_request(request) {
+            Ok(request) => self
+                .serve(request)
+                .map(move |response| web.web_response(response, cors)),
+            Err(status) => FastFuture::ok(web.web_response(status::response(&status), cors)),
+        }
+    }
+
+    /// Who may call the gRPC-Web methods from pages of other origins.
+    pub(crate) fn set_cors(&mut self, cors: Cors) {
+        self.cors = cors;
     }
 
     /// Answers a gRPC request: the service's answer, or `UNIMPLEMENTED` for an unknown one.
