@@ -127,6 +127,12 @@ pub(crate) fn unsupported_media_type() -> http::Response<ResponseBody> {
     plain_http(http::StatusCode::UNSUPPORTED_MEDIA_TYPE)
 }
 
+/// The answer to a gRPC request over HTTP/1.1, which gRPC cannot use (its status travels in
+/// trailers): HTTP 505.
+pub(crate) fn http_version_not_supported() -> http::Response<ResponseBody> {
+    plain_http(http::StatusCode::HTTP_VERSION_NOT_SUPPORTED)
+}
+
 /// The answer to a request that is not a POST: HTTP 405.
 pub(crate) fn method_not_allowed() -> http::Response<ResponseBody> {
     plain_http(http::StatusCode::METHOD_NOT_ALLOWED)

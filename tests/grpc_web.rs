@@ -14,6 +14,7 @@ use support::pb::grpc_testing::{
     Payload, ResponseParameters, SimpleRequest, SimpleResponse, StreamingOutputCallRequest,
     StreamingOutputCallResponse,
 };
+use support::web::{frames, from_text};
 use support::{RawResponse, TestServer, frame, raw_request};
 
 /// `UnaryCall` answers a payload of `response_size` bytes, or the status `response_status`
@@ -83,35 +84,6 @@ async fn web_call(
         body,
     )
     .await
-}
-
-/// The frames of a gRPC-Web body: (flag, payload) pairs.
-fn frames(mut body: &[u8]) -> Vec<(u8, Vec<u8>)> {
-    let mut frames = Vec::new();
-    while !body.is_empty() {
-        let len = u32::from_be_bytes(body[1..5].try_into().unwrap()) as usize;
-        frames.push((body[0], body[5..5 + len].to_vec()));
-        body = &body[5 + len..];
-    }
-    frames
-}
-
-/// Decodes a `-text` body: each chunk the server sent is padded on its own.
-fn from_text(body: &[u8]) -> Vec<u8> {
-    let text = std::str::from_utf8(body).unwrap();
-    let mut decoded = Vec::new();
-    let mut rest = text;
-    while !rest.is_empty() {
-        // Up to and including the first group with padding, or to the end.
-        let end = rest
-            .as_bytes()
-            .chunks(4)
-            .position(|group| group.contains(&b'='))
-            .map_or(rest.len(), |padded| (padded + 1) * 4);
-        decoded.extend(BASE64.decode(&rest[..end]).unwrap());
-        rest = &rest[end..];
-    }
-    decoded
 }
 
 fn trailer_lines(trailers: &[u8]) -> Vec<String> {

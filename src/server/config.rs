@@ -26,6 +26,8 @@ pub(crate) struct ConnectionConfig {
     /// How long one poll of a connection may serve calls inline before it sends what is
     /// answered and lets the worker's other tasks run.
     pub(crate) inline_budget: Duration,
+    /// Whether HTTP/1.1 connections (gRPC-Web from browsers) are served beside HTTP/2.
+    pub(crate) accept_http1: bool,
 }
 
 /// HTTP/2 keepalive pings: one every `interval`, each to be answered within `timeout`.
@@ -64,6 +66,7 @@ impl Default for ConnectionConfig {
             // microseconds): a batch of light calls fits many times over, and a batch of heavy
             // ones lets its first answers go after about this much work.
             inline_budget: Duration::from_micros(500),
+            accept_http1: true,
         }
     }
 }

@@ -299,9 +299,7 @@ fn serve_stream(
     }
     let (mut parts, recv) = request.into_parts();
     if let Some(info) = connect_info {
-        #[cfg(feature = "tonic-remote-addr")]
-        insert_tonic_connect_info(&mut parts.extensions, info);
-        parts.extensions.insert(info.clone());
+        give_connect_info(&mut parts.extensions, info);
     }
     let request = http::Request::from_parts(parts, take_received(recv, cx));
     let response = panic::catch_unwind(AssertUnwindSafe(|| shared.service.call(request)))
@@ -316,6 +314,13 @@ fn serve_stream(
         Ok(Err(never)) => match never {},
         Err(pending) => activity.spawn(finish_pending(pending, respond, deadline)),
     }
+}
+
+/// Puts what handlers may read of the connection into a request's extensions.
+pub(super) fn give_connect_info(extensions: &mut http::Extensions, info: &ConnectInfo) {
+    #[cfg(feature = "tonic-remote-addr")]
+    insert_tonic_connect_info(extensions, info);
+    extensions.insert(info.clone());
 }
 
 /// What tonic's `Request::remote_addr()` and `local_addr()` read: its `TcpConnectInfo`, for a
@@ -333,7 +338,7 @@ fn insert_tonic_connect_info(extensions: &mut http::Extensions, info: &ConnectIn
 
 /// The call's deadline, from `grpc-timeout` and the server's default, put where handlers see
 /// it (the request's extensions). A malformed `grpc-timeout` is an error.
-fn call_deadline<B>(
+pub(super) fn call_deadline<B>(
     request: &mut http::Request<B>,
     default_timeout: Option<Duration>,
 ) -> Result<Option<Deadline>, Status> {
@@ -353,7 +358,7 @@ async fn deadline_passes(deadline: Option<Deadline>) {
     }
 }
 
-fn deadline_exceeded() -> Status {
+pub(super) fn deadline_exceeded() -> Status {
     Status::deadline_exceeded("the call's deadline passed before it completed")
 }
 
@@ -619,6 +624,6 @@ fn log_send_error(result: Result<(), h2::Error>) {
 }
 
 /// A handler panicked: the call ends with `INTERNAL`; the connection and its other calls live on.
-fn panic_response(panic: Panic) -> http::Response<ResponseBody> {
+pub(super) fn panic_response(panic: Panic) -> http::Response<ResponseBody> {
     status::response(&panic_status(panic))
 }

@@ -18,9 +18,10 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::connect_info::Connected;
+use super::connect_info::{ConnectInfo, Connected};
 use super::hosted::BoxError;
-use super::{Shared, conn};
+use super::sniff::{Protocol, sniff};
+use super::{Shared, conn, http1};
 
 /// Serves every connection `incoming` yields until `signal` completes, `incoming` ends or it
 /// reports that it can accept no more, then shuts down gracefully: `incoming` is dropped (so a
@@ -213,10 +214,38 @@ where
             return;
         };
         let info = shared.connect_info.then(|| io.connect_info());
-        return conn::serve(io, info, handshake_deadline, shared, shutdown).await;
+        return http(io, info, handshake_deadline, shared, shutdown).await;
     }
     let info = shared.connect_info.then(|| io.connect_info());
-    conn::serve(io, info, handshake_deadline, shared, shutdown).await
+    http(io, info, handshake_deadline, shared, shutdown).await
+}
+
+/// Serves HTTP/2, or, if the server accepts HTTP/1.1, whichever of the two the connection's
+/// first bytes show (told apart within the handshake deadline).
+async fn http<IO>(
+    io: IO,
+    info: Option<ConnectInfo>,
+    handshake_deadline: Instant,
+    shared: Arc<Shared>,
+    shutdown: CancellationToken,
+) where
+    IO: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    if !shared.connection.accept_http1 {
+        return conn::serve(io, info, handshake_deadline, shared, shutdown).await;
+    }
+    let sniffed = tokio::select! {
+        sniffed = tokio::time::timeout_at(handshake_deadline, sniff(io)) => sniffed,
+        () = shutdown.cancelled() => return,
+    };
+    match sniffed {
+        Ok(Some((Protocol::Http2, io))) => {
+            conn::serve(io, info, handshake_deadline, shared, shutdown).await;
+        }
+        Ok(Some((Protocol::Http1, io))) => http1::serve(io, info, shared, shutdown).await,
+        Ok(None) => {}
+        Err(_) => tracing::debug!("the connection sent nothing telling its protocol in time"),
+    }
 }
 
 #[cfg(test)]

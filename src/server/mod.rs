@@ -16,12 +16,14 @@ mod conn;
 mod connect_info;
 mod for_tonic;
 mod hosted;
+mod http1;
 mod incoming;
 mod intercept;
 mod layers;
 mod router;
 mod routes;
 mod service;
+mod sniff;
 #[cfg(feature = "tls")]
 mod tls;
 
@@ -170,6 +172,15 @@ impl Builder {
         L: Layer<layers::HttpService, Service: TowerService> + Send + 'static,
     {
         self.layers.push(layer);
+        self
+    }
+
+    /// Whether HTTP/1.1 connections are served beside HTTP/2 on the same listener (default:
+    /// yes), told apart by their first bytes. Browsers call gRPC-Web over HTTP/1.1 (they speak
+    /// HTTP/2 only over TLS); gRPC itself needs HTTP/2 and is answered `505` over HTTP/1.1.
+    /// With `false` every connection is taken for HTTP/2, as before this switch.
+    pub fn accept_http1(mut self, enabled: bool) -> Self {
+        self.connection.accept_http1 = enabled;
         self
     }
 

@@ -319,3 +319,36 @@ pub mod raw_frames {
         frame(0x3, 0x0, stream, &8u32.to_be_bytes())
     }
 }
+
+/// Reading gRPC-Web answers.
+pub mod web {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::STANDARD as BASE64;
+
+    /// The frames of a gRPC-Web body: (flag, payload) pairs.
+    pub fn frames(mut body: &[u8]) -> Vec<(u8, Vec<u8>)> {
+        let mut frames = Vec::new();
+        while !body.is_empty() {
+            let len = u32::from_be_bytes(body[1..5].try_into().unwrap()) as usize;
+            frames.push((body[0], body[5..5 + len].to_vec()));
+            body = &body[5 + len..];
+        }
+        frames
+    }
+
+    /// Decodes a `-text` body, in which each chunk the server sent is padded on its own.
+    pub fn from_text(body: &[u8]) -> Vec<u8> {
+        let mut decoded = Vec::new();
+        let mut rest = body;
+        while !rest.is_empty() {
+            // Up to and including the first group with padding, or to the end.
+            let end = rest
+                .chunks(4)
+                .position(|group| group.contains(&b'='))
+                .map_or(rest.len(), |padded| (padded + 1) * 4);
+            decoded.extend(BASE64.decode(&rest[..end]).unwrap());
+            rest = &rest[end..];
+        }
+        decoded
+    }
+}

@@ -1,0 +1,116 @@
+//! HTTP/1.1 connections, served with hyper's HTTP/1 server: gRPC-Web calls from browsers and
+//! their CORS preflights, through the same services and router as HTTP/2.
+//!
+//! gRPC itself needs HTTP/2 (its status travels in trailers): a gRPC request over HTTP/1.1 is
+//! answered `505 HTTP Version Not Supported` at once. A client that sends its headers too slowly
+//! is cut off after the handshake timeout (hyper's header read timeout), so it cannot hold a
+//! connection open that way.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::panic::{self, AssertUnwindSafe};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use pin_project_lite::pin_project;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::time::Sleep;
+use tokio_util::sync::CancellationToken;
+
+use super::Shared;
+use super::conn::{call_deadline, deadline_exceeded, give_connect_info, panic_response};
+use super::connect_info::ConnectInfo;
+use crate::body::{RequestBody, ResponseBody};
+use crate::handler::ResponseFuture;
+use crate::status;
+
+/// Serves `io` over HTTP/1.1 until the peer closes it, or, once `shutdown` fires, until the
+/// request in progress (if any) is answered.
+pub(super) async fn serve<IO>(
+    io: IO,
+    connect_info: Option<ConnectInfo>,
+    shared: Arc<Shared>,
+    shutdown: CancellationToken,
+) where
+    IO: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    let header_timeout = shared.connection.handshake_timeout;
+    let service =
+        hyper::service::service_fn(move |request| answer(&shared, connect_info.as_ref(), request));
+    let mut connection = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_timeout)
+        .serve_connection(TokioIo::new(io), service);
+    let result = tokio::select! {
+        result = &mut connection => result,
+        () = shutdown.cancelled() => {
+            Pin::new(&mut connection).graceful_shutdown();
+            connection.await
+        }
+    };
+    if let Err(error) = result {
+        tracing::debug!(%error, "HTTP/1.1 connection ended with an error");
+    }
+}
+
+pin_project! {
+    /// The answer to one request: the service's response, or `DEADLINE_EXCEEDED` if the call's
+    /// deadline passes first. A ready response is taken at the first poll, without a box.
+    struct Answer {
+        response: ResponseFuture,
+        #[pin]
+        deadline: Option<Sleep>,
+    }
+}
+
+impl Future for Answer {
+    type Output = Result<http::Response<ResponseBody>, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        if let Poll::Ready(response) = Pin::new(this.response).poll(cx) {
+            return Poll::Ready(response);
+        }
+        match this.deadline.as_pin_mut().map(|deadline| deadline.poll(cx)) {
+            Some(Poll::Ready(())) => Poll::Ready(Ok(status::response(&deadline_exceeded()))),
+            _ => Poll::Pending,
+        }
+    }
+}
+
+fn answer(
+    shared: &Shared,
+    connect_info: Option<&ConnectInfo>,
+    mut request: http::Request<Incoming>,
+) -> Answer {
+    let ready = |response| Answer {
+        response: ResponseFuture::ok(response),
+        deadline: None,
+    };
+    let grpc_web =
+        |value: &http::HeaderValue| value.as_bytes().starts_with(b"application/grpc-web");
+    match request.headers().get(http::header::CONTENT_TYPE) {
+        Some(value) if value.as_bytes().starts_with(b"application/grpc") && !grpc_web(value) => {
+            return ready(status::http_version_not_supported());
+        }
+        _ => {}
+    }
+    let deadline = match call_deadline(&mut request, shared.default_timeout) {
+        Ok(deadline) => deadline,
+        Err(status) => return ready(status::response(&status)),
+    };
+    let (mut parts, body) = request.into_parts();
+    if let Some(info) = connect_info {
+        give_connect_info(&mut parts.extensions, info);
+    }
+    let request = http::Request::from_parts(parts, RequestBody::new(body));
+    let response = panic::catch_unwind(AssertUnwindSafe(|| shared.service.call(request)))
+        .unwrap_or_else(|panic| ResponseFuture::ok(panic_response(panic)));
+    Answer {
+        response,
+        deadline: deadline.map(|deadline| tokio::time::sleep_until(deadline.instant())),
+    }
+}

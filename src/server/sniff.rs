@@ -1,0 +1,161 @@
+//! Telling HTTP/2 from HTTP/1.1 on a new connection by its first bytes, so that one listener
+//! serves both.
+//!
+//! An HTTP/2 client starts with the preface `PRI * HTTP/2.0…`; an HTTP/1.1 client with a
+//! request line, whose method is never `PRI` (RFC 9113 §3.4 reserves it). Reading the bytes
+//! until they differ from `PRI ` decides, after two bytes for a `POST` or an `OPTIONS`. The bytes
+//! read are handed back first by [`Sniffed`], so the chosen server sees the connection whole.
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
+
+/// The protocol a connection speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Protocol {
+    Http2,
+    Http1,
+}
+
+/// What the HTTP/2 preface starts with; no HTTP/1 method does.
+const PREFACE_START: &[u8; 4] = b"PRI ";
+
+/// Reads the first bytes of `io` until they tell its protocol. `None` if the peer closes the
+/// connection (or it fails) before.
+pub(super) async fn sniff<IO>(mut io: IO) -> Option<(Protocol, Sniffed<IO>)>
+where
+    IO: AsyncRead + Unpin,
+{
+    let mut read = [0u8; PREFACE_START.len()];
+    let mut len = 0;
+    let protocol = loop {
+        if read[..len] != PREFACE_START[..len] {
+            break Protocol::Http1;
+        }
+        if len == PREFACE_START.len() {
+            break Protocol::Http2;
+        }
+        match io.read(&mut read[len..]).await {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => len += n,
+        }
+    };
+    Some((
+        protocol,
+        Sniffed {
+            io,
+            read,
+            start: 0,
+            end: len,
+        },
+    ))
+}
+
+/// A connection whose first bytes were read to tell its protocol, handing them back first.
+#[derive(Debug)]
+pub(crate) struct Sniffed<IO> {
+    io: IO,
+    /// `read[start..end]` is still to be handed back.
+    read: [u8; PREFACE_START.len()],
+    start: usize,
+    end: usize,
+}
+
+impl<IO: AsyncRead + Unpin> AsyncRead for Sniffed<IO> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        if self.start < self.end {
+            let n = (self.end - self.start).min(buf.remaining());
+            let start = self.start;
+            buf.put_slice(&self.read[start..start + n]);
+            self.start += n;
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl<IO: AsyncWrite + Unpin> AsyncWrite for Sniffed<IO> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncWriteExt;
+
+    async fn sniffed(sent: &[u8], in_pieces_of: usize) -> (Protocol, Vec<u8>) {
+        let (mut client, server) = tokio::io::duplex(64);
+        let sent = sent.to_vec();
+        let writer = tokio::spawn(async move {
+            for piece in sent.chunks(in_pieces_of) {
+                client.write_all(piece).await.unwrap();
+                tokio::task::yield_now().await;
+            }
+        });
+        let (protocol, mut io) = sniff(server).await.expect("decided");
+        writer.await.unwrap();
+        let mut all = Vec::new();
+        io.read_to_end(&mut all).await.unwrap();
+        (protocol, all)
+    }
+
+    #[tokio::test]
+    async fn the_preface_is_http2_a_request_line_http1_and_nothing_is_lost() {
+        let preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+        let request = b"POST /svc/Method HTTP/1.1\r\nhost: x\r\n\r\n";
+        let options = b"OPTIONS /svc/Method HTTP/1.1\r\n\r\n";
+        for pieces in [1, 2, 3, 64] {
+            assert_eq!(
+                sniffed(preface, pieces).await,
+                (Protocol::Http2, preface.to_vec())
+            );
+            assert_eq!(
+                sniffed(request, pieces).await,
+                (Protocol::Http1, request.to_vec())
+            );
+            assert_eq!(
+                sniffed(options, pieces).await,
+                (Protocol::Http1, options.to_vec())
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_connection_closed_before_deciding_is_dropped() {
+        let (client, server) = tokio::io::duplex(64);
+        drop(client);
+        assert!(sniff(server).await.is_none());
+    }
+}

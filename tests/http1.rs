@@ -1,0 +1,347 @@
+//! HTTP/1.1 on the same listener as HTTP/2: gRPC-Web calls and CORS preflights served, plain
+//! gRPC refused clearly, and hostile input (pipelining, slow headers, oversized or broken
+//! bodies) answered without hangs.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use bytes::Bytes;
+use fastgrpc::{BoxStream, FastFuture, Request, Response, RpcFuture, Server};
+use prost::Message;
+use support::pb::grpc_testing::test_service_server::{TestService, TestServiceServer};
+use support::pb::grpc_testing::{
+    Payload, SimpleRequest, SimpleResponse, StreamingOutputCallResponse,
+};
+use support::web::{frames, from_text};
+use support::{TestServer, frame};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// `UnaryCall` answers a payload of `response_size` bytes.
+struct Sized;
+
+impl TestService for Sized {
+    type StreamingOutputCallStream = BoxStream<StreamingOutputCallResponse>;
+    type FullDuplexCallStream = BoxStream<StreamingOutputCallResponse>;
+    type HalfDuplexCallStream = BoxStream<StreamingOutputCallResponse>;
+
+    fn unary_call(&self, request: Request<SimpleRequest>) -> impl RpcFuture<SimpleResponse> {
+        let size = request.into_inner().response_size as usize;
+        FastFuture::ok(Response::new(SimpleResponse {
+            payload: Some(Payload {
+                r#type: 0,
+                body: Bytes::from(vec![1; size]),
+            }),
+            ..Default::default()
+        }))
+    }
+}
+
+async fn server(builder: fastgrpc::server::Builder) -> (TestServer, fastgrpc::server::ServerStats) {
+    let builder = builder.add_service(TestServiceServer::new(Sized));
+    let stats = builder.stats();
+    (TestServer::start(builder).await, stats)
+}
+
+fn sized(size: i32) -> Bytes {
+    frame(
+        &SimpleRequest {
+            response_size: size,
+            ..Default::default()
+        }
+        .encode_to_vec(),
+    )
+}
+
+/// An HTTP/1.1 request's bytes.
+fn request(method: &str, content_type: &str, extra: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
+    let mut head = format!(
+        "{method} /grpc.testing.TestService/UnaryCall HTTP/1.1\r\nhost: test\r\n\
+         content-type: {content_type}\r\ncontent-length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in extra {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    let mut bytes = head.into_bytes();
+    bytes.extend_from_slice(body);
+    bytes
+}
+
+/// One parsed HTTP/1.1 response.
+#[derive(Debug)]
+struct Http1Response {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Http1Response {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Parses the responses in `raw`, one after another (chunked or sized bodies).
+fn responses(mut raw: &[u8]) -> Vec<Http1Response> {
+    let mut parsed = Vec::new();
+    while !raw.is_empty() {
+        let end = raw
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .expect("a whole head")
+            + 4;
+        let head = std::str::from_utf8(&raw[..end]).unwrap();
+        raw = &raw[end..];
+        let mut lines = head.split("\r\n");
+        let status = lines
+            .next()
+            .unwrap()
+            .split(' ')
+            .nth(1)
+            .unwrap()
+            .parse()
+            .unwrap();
+        let headers: Vec<(String, String)> = lines
+            .filter(|line| !line.is_empty())
+            .map(|line| {
+                let (name, value) = line.split_once(':').unwrap();
+                (name.to_ascii_lowercase(), value.trim().to_owned())
+            })
+            .collect();
+        let mut response = Http1Response {
+            status,
+            headers,
+            body: Vec::new(),
+        };
+        if response.header("transfer-encoding") == Some("chunked") {
+            loop {
+                let line_end = raw.windows(2).position(|w| w == b"\r\n").unwrap();
+                let size =
+                    usize::from_str_radix(std::str::from_utf8(&raw[..line_end]).unwrap(), 16)
+                        .unwrap();
+                raw = &raw[line_end + 2..];
+                if size == 0 {
+                    raw = &raw[2..];
+                    break;
+                }
+                response.body.extend_from_slice(&raw[..size]);
+                raw = &raw[size + 2..];
+            }
+        } else {
+            let len: usize = response
+                .header("content-length")
+                .map_or(0, |v| v.parse().unwrap());
+            response.body = raw[..len].to_vec();
+            raw = &raw[len..];
+        }
+        parsed.push(response);
+    }
+    parsed
+}
+
+/// Sends `bytes` on a new connection and reads until the server closes it (bounded).
+async fn exchange(server: &TestServer, bytes: &[u8]) -> Vec<u8> {
+    let mut tcp = TcpStream::connect(server.addr).await.unwrap();
+    tcp.write_all(bytes).await.unwrap();
+    let mut raw = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), tcp.read_to_end(&mut raw))
+        .await
+        .expect("the server answers and closes within 10 s")
+        .unwrap();
+    raw
+}
+
+const CLOSE: (&str, &str) = ("connection", "close");
+
+#[tokio::test]
+async fn grpc_web_calls_are_served_over_http1_inline() {
+    let (server, stats) = server(Server::builder()).await;
+    let raw = exchange(
+        &server,
+        &request("POST", "application/grpc-web+proto", &[CLOSE], &sized(12)),
+    )
+    .await;
+    let response = &responses(&raw)[0];
+    assert_eq!(response.status, 200);
+    assert_eq!(
+        response.header("content-type"),
+        Some("application/grpc-web+proto")
+    );
+    let frames = frames(&response.body);
+    let reply = SimpleResponse::decode(&frames[0].1[..]).unwrap();
+    assert_eq!(reply.payload.unwrap().body.len(), 12);
+    assert_eq!(frames[1], (0x80, b"grpc-status:0\r\n".to_vec()));
+    assert_eq!(stats.call_tasks_spawned(), 0, "a ready call needs no task");
+
+    // The text form, too.
+    let body = BASE64.encode(sized(3));
+    let raw = exchange(
+        &server,
+        &request(
+            "POST",
+            "application/grpc-web-text",
+            &[CLOSE],
+            body.as_bytes(),
+        ),
+    )
+    .await;
+    let response = &responses(&raw)[0];
+    assert_eq!(
+        response.header("content-type"),
+        Some("application/grpc-web-text+proto")
+    );
+    let decoded = from_text(&response.body);
+    let reply = SimpleResponse::decode(&frames_of(&decoded)[0][..]).unwrap();
+    assert_eq!(reply.payload.unwrap().body.len(), 3);
+    server.stop().await;
+}
+
+/// The message payloads of a decoded body's data frames.
+fn frames_of(body: &[u8]) -> Vec<Vec<u8>> {
+    frames(body)
+        .into_iter()
+        .filter(|(flag, _)| *flag == 0)
+        .map(|(_, payload)| payload)
+        .collect()
+}
+
+#[tokio::test]
+async fn plain_grpc_over_http1_is_refused_with_505() {
+    let (server, _) = server(Server::builder()).await;
+    let raw = exchange(
+        &server,
+        &request("POST", "application/grpc", &[CLOSE], &sized(1)),
+    )
+    .await;
+    assert_eq!(responses(&raw)[0].status, 505);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_preflight_over_http1_is_answered() {
+    let (server, _) = server(Server::builder()).await;
+    let raw = exchange(
+        &server,
+        &request(
+            "OPTIONS",
+            "text/plain",
+            &[
+                ("origin", "https://app.example"),
+                ("access-control-request-method", "POST"),
+                CLOSE,
+            ],
+            b"",
+        ),
+    )
+    .await;
+    let response = &responses(&raw)[0];
+    assert_eq!(response.status, 204);
+    assert_eq!(response.header("access-control-allow-origin"), Some("*"));
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn pipelined_requests_are_answered_in_order() {
+    let (server, _) = server(Server::builder()).await;
+    let mut bytes = request("POST", "application/grpc-web", &[], &sized(1));
+    bytes.extend(request("POST", "application/grpc-web", &[], &sized(2)));
+    bytes.extend(request("POST", "application/grpc-web", &[CLOSE], &sized(3)));
+    let raw = exchange(&server, &bytes).await;
+    let sizes: Vec<usize> = responses(&raw)
+        .iter()
+        .map(|response| {
+            let reply = SimpleResponse::decode(&frames_of(&response.body)[0][..]).unwrap();
+            reply.payload.unwrap().body.len()
+        })
+        .collect();
+    assert_eq!(sizes, [1, 2, 3]);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn bad_bodies_over_http1_get_their_status() {
+    let (server, _) = server(Server::builder()).await;
+    // A message larger than the 4 MiB limit, declared in its frame header.
+    let mut oversized = vec![0u8];
+    oversized.extend((5u32 << 20).to_be_bytes());
+    oversized.extend([0u8; 100]);
+    let raw = exchange(
+        &server,
+        &request("POST", "application/grpc-web", &[CLOSE], &oversized),
+    )
+    .await;
+    let response = &responses(&raw)[0];
+    assert_eq!(response.header("grpc-status"), Some("8"), "{response:?}");
+
+    let raw = exchange(
+        &server,
+        &request(
+            "POST",
+            "application/grpc-web-text",
+            &[CLOSE],
+            b"not base64!",
+        ),
+    )
+    .await;
+    let response = &responses(&raw)[0];
+    let trailers = String::from_utf8_lossy(&response.body).into_owned();
+    let status = response
+        .header("grpc-status")
+        .map(str::to_owned)
+        .unwrap_or(trailers);
+    assert!(status.contains("13"), "{response:?}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_client_that_sends_its_headers_too_slowly_is_cut_off() {
+    let (server, _) = server(Server::builder().handshake_timeout(Duration::from_millis(300))).await;
+    let mut tcp = TcpStream::connect(server.addr).await.unwrap();
+    // A request line and one header, then nothing more.
+    tcp.write_all(b"POST /grpc.testing.TestService/UnaryCall HTTP/1.1\r\nhost: x\r\n")
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let mut rest = Vec::new();
+    let closed = tokio::time::timeout(Duration::from_secs(5), tcp.read_to_end(&mut rest)).await;
+    assert!(closed.is_ok(), "still open after 5 s");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn with_http1_off_every_connection_is_http2() {
+    let (server, _) = server(Server::builder().accept_http1(false)).await;
+    let mut tcp = TcpStream::connect(server.addr).await.unwrap();
+    tcp.write_all(&request(
+        "POST",
+        "application/grpc-web",
+        &[CLOSE],
+        &sized(1),
+    ))
+    .await
+    .unwrap();
+    // Taken for HTTP/2, whose handshake fails: the connection is closed (or reset) with no
+    // HTTP/1 answer.
+    let mut raw = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(10), tcp.read_to_end(&mut raw)).await;
+    assert!(read.is_ok(), "closed within 10 s");
+    assert!(
+        !raw.starts_with(b"HTTP/1.1"),
+        "{:?}",
+        String::from_utf8_lossy(&raw)
+    );
+    server.stop().await;
+}
