@@ -22,6 +22,9 @@
 //! sets the estimated cost per call above which adaptive inline spawns (`inline_cost_limit`),
 //! and `--inline-budget-us N` how long one poll of a connection may run calls inline
 //! (`Builder::inline_budget`).
+//!
+//! gRPC-Web is served on the same port (over HTTP/2, and over HTTP/1.1 for browsers);
+//! `--no-http1` serves HTTP/2 only (`Builder::accept_http1(false)`).
 
 use std::future::Future;
 use std::time::Duration;
@@ -98,6 +101,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut inline = None;
     let mut inline_budget = None;
     let mut inline_cost_limit = None;
+    let mut accept_http1 = true;
     let mut max_connection_age = None;
     let mut drain_grace = None;
     let mut shutdown_delay = Duration::ZERO;
@@ -109,6 +113,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--workers" => workers = Some(value()?.parse::<usize>()?),
             "--work-us" => work = std::time::Duration::from_micros(value()?.parse()?),
             "--no-inline" => inline = Some(false),
+            "--no-http1" => accept_http1 = false,
             "--always-inline" => inline = Some(true),
             "--inline-cost-limit-us" => {
                 inline_cost_limit = Some(Duration::from_micros(value()?.parse()?));
@@ -122,7 +127,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "-h" | "--help" => {
                 println!(
                     "usage: greeter_server [--addr HOST:PORT] [--workers N] [--work-us N] [--no-inline | --always-inline] \
-                     [--inline-cost-limit-us N] [--inline-budget-us N] \
+                     [--inline-cost-limit-us N] [--inline-budget-us N] [--no-http1] \
                      [--max-connection-age SECS] [--drain-grace SECS] [--shutdown-delay SECS]"
                 );
                 return Ok(());
@@ -161,7 +166,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     runtime.enable_all().build()?.block_on(async move {
         let shutdown = shutdown_signal()?;
-        let mut server = Server::builder();
+        let mut server = Server::builder().accept_http1(accept_http1);
         if let Some(age) = max_connection_age {
             server = server.max_connection_age(age);
         }
