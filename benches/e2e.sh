@@ -12,6 +12,8 @@
 #   bash benches/e2e.sh slow       # 64 pipelined 4 ms calls, one worker: first and last answer
 #   bash benches/e2e.sh busy       # one connection x 64 streams, 50 us handler, two workers
 #   bash benches/e2e.sh mixed      # 1 ms calls and health checks on one connection: checks' p99
+#   bash benches/e2e.sh web        # gRPC-Web unary over HTTP/2 and HTTP/1.1 (h2load --h1),
+#                                  # against tonic with tonic-web and accept_http1
 #
 # `slow`, `busy`, `mixed` and `heavy` run fastgrpc's default (adaptive inline) beside
 # `--no-inline`, `--always-inline` and tonic. `slow` and `mixed` use examples/load_probe.rs,
@@ -48,6 +50,9 @@ wait_for_port() {
   echo "server did not start" >&2; return 1
 }
 
+# How h2load sends each request: gRPC over HTTP/2 unless a mode says otherwise.
+request_args=(-H 'content-type: application/grpc' -H 'te: trailers')
+
 # run NAME REQUESTS CONNECTIONS STREAMS SERVER_CPUS -- SERVER_COMMAND...
 run() {
   local name=$1 n=$2 c=$3 m=$4 cpus=$5; shift 6
@@ -59,7 +64,7 @@ run() {
   read -r u1 s1 < <(awk '{print $14, $15}' "/proc/$pid/stat")
   local out
   out=$(taskset -c 1 timeout 120 h2load -n "$n" -c "$c" -m "$m" -d "$body" \
-    -H 'content-type: application/grpc' -H 'te: trailers' --log-file="$log" \
+    "${request_args[@]}" --log-file="$log" \
     "http://127.0.0.1:$port/helloworld.Greeter/SayHello")
   read -r u2 s2 < <(awk '{print $14, $15}' "/proc/$pid/stat")
   kill -INT "$pid"; wait "$pid" 2>/dev/null || true
@@ -153,6 +158,18 @@ case "${1:-}" in
         # shellcheck disable=SC2086
         run "busy ${servers[i]} (round $round)" 20000 1 64 0,1 -- ${servers[i + 1]}
       done
+    done
+    exit 0 ;;
+  web)
+    # gRPC-Web unary: over HTTP/2 at 4x16, and over HTTP/1.1 with 16 connections (one
+    # request at a time each, as browsers send); one worker, as the light shapes.
+    for round in $(seq "$rounds"); do
+      request_args=(-H 'content-type: application/grpc-web+proto' -H 'x-grpc-web: 1')
+      run "web h2 fastgrpc (round $round)" 200000 4 16 0 -- "${fastgrpc[@]}" --workers 1
+      run "web h2 tonic-web (round $round)" 200000 4 16 0 -- "${tonic[@]}" --workers 1 --web
+      request_args+=(--h1)
+      run "web h1 fastgrpc (round $round)" 100000 16 1 0 -- "${fastgrpc[@]}" --workers 1
+      run "web h1 tonic-web (round $round)" 100000 16 1 0 -- "${tonic[@]}" --workers 1 --web
     done
     exit 0 ;;
   mixed)

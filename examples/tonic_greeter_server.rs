@@ -2,7 +2,8 @@
 //! `cargo run --release --example tonic_greeter_server -- --addr 127.0.0.1:50052 --workers 1`.
 //!
 //! As `greeter_server` does, it hosts `grpc.health.v1.Health` beside the greeter, and
-//! `--work-us N` makes every `SayHello` compute for N microseconds first.
+//! `--work-us N` makes every `SayHello` compute for N microseconds first. `--web` serves
+//! gRPC-Web too, as tonic does it: `tonic-web`'s layer and `accept_http1`.
 
 use std::time::Duration;
 
@@ -45,6 +46,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut addr = "127.0.0.1:50051".parse()?;
     let mut workers = None;
     let mut work = Duration::ZERO;
+    let mut web = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or(format!("{arg} needs a value"));
@@ -52,6 +54,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--addr" => addr = value()?.parse()?,
             "--workers" => workers = Some(value()?.parse::<usize>()?),
             "--work-us" => work = Duration::from_micros(value()?.parse()?),
+            "--web" => web = true,
             other => return Err(format!("unknown argument {other}").into()),
         }
     }
@@ -63,13 +66,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let (health, health_service) = tonic_health::server::health_reporter();
         health.set_serving::<GreeterServer<MyGreeter>>().await;
         println!("tonic greeter listening on {addr}");
-        tonic::transport::Server::builder()
-            .add_service(health_service)
-            .add_service(GreeterServer::new(MyGreeter { work }))
-            .serve_with_shutdown(addr, async {
-                let _ = tokio::signal::ctrl_c().await;
-            })
-            .await
+        let greeter = GreeterServer::new(MyGreeter { work });
+        let stopped = async {
+            let _ = tokio::signal::ctrl_c().await;
+        };
+        // Two branches, so that the plain peer carries no layer at all.
+        if web {
+            tonic::transport::Server::builder()
+                .accept_http1(true)
+                .layer(tonic_web::GrpcWebLayer::new())
+                .add_service(health_service)
+                .add_service(greeter)
+                .serve_with_shutdown(addr, stopped)
+                .await
+        } else {
+            tonic::transport::Server::builder()
+                .add_service(health_service)
+                .add_service(greeter)
+                .serve_with_shutdown(addr, stopped)
+                .await
+        }
     })?;
     Ok(())
 }
