@@ -28,7 +28,7 @@ use crate::handler::ResponseFuture;
 use crate::status;
 
 /// Serves `io` over HTTP/1.1 until the peer closes it, or, once `shutdown` fires, until the
-/// request in progress (if any) is answered.
+/// request in progress (if any) is answered or the drain grace runs out.
 pub(super) async fn serve<IO>(
     io: IO,
     connect_info: Option<ConnectInfo>,
@@ -38,17 +38,24 @@ pub(super) async fn serve<IO>(
     IO: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
     let header_timeout = shared.connection.handshake_timeout;
+    let shared_drain_grace = shared.connection.drain_grace;
     let service =
         hyper::service::service_fn(move |request| answer(&shared, connect_info.as_ref(), request));
     let mut connection = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(header_timeout)
         .serve_connection(TokioIo::new(io), service);
+    let drain_grace = shared_drain_grace;
     let result = tokio::select! {
         result = &mut connection => result,
         () = shutdown.cancelled() => {
+            // The request in progress finishes first, within the drain grace if one is set, as
+            // over HTTP/2 (an endless reply stream would otherwise hold the shutdown open).
             Pin::new(&mut connection).graceful_shutdown();
-            connection.await
+            match drain_grace {
+                None => connection.await,
+                Some(grace) => tokio::time::timeout(grace, connection).await.unwrap_or(Ok(())),
+            }
         }
     };
     if let Err(error) = result {
