@@ -24,7 +24,8 @@
 //! (`Builder::inline_budget`).
 //!
 //! gRPC-Web is served on the same port (over HTTP/2, and over HTTP/1.1 for browsers);
-//! `--no-http1` serves HTTP/2 only (`Builder::accept_http1(false)`).
+//! `--no-http1` serves HTTP/2 only (`Builder::accept_http1(false)`). Pages of any origin may
+//! call it; `--web-origin ORIGIN` (repeatable) allows only those (`Builder::web_cors`).
 
 use std::future::Future;
 use std::time::Duration;
@@ -102,6 +103,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut inline_budget = None;
     let mut inline_cost_limit = None;
     let mut accept_http1 = true;
+    let mut web_origins = Vec::new();
     let mut max_connection_age = None;
     let mut drain_grace = None;
     let mut shutdown_delay = Duration::ZERO;
@@ -114,6 +116,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--work-us" => work = std::time::Duration::from_micros(value()?.parse()?),
             "--no-inline" => inline = Some(false),
             "--no-http1" => accept_http1 = false,
+            "--web-origin" => web_origins.push(value()?),
             "--always-inline" => inline = Some(true),
             "--inline-cost-limit-us" => {
                 inline_cost_limit = Some(Duration::from_micros(value()?.parse()?));
@@ -127,7 +130,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "-h" | "--help" => {
                 println!(
                     "usage: greeter_server [--addr HOST:PORT] [--workers N] [--work-us N] [--no-inline | --always-inline] \
-                     [--inline-cost-limit-us N] [--inline-budget-us N] [--no-http1] \
+                     [--inline-cost-limit-us N] [--inline-budget-us N] [--no-http1] [--web-origin ORIGIN] \
                      [--max-connection-age SECS] [--drain-grace SECS] [--shutdown-delay SECS]"
                 );
                 return Ok(());
@@ -160,6 +163,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let reflection_v1 = reflection().build_v1()?;
     let reflection_v1alpha = reflection().build_v1alpha()?;
 
+    let cors = match web_origins.is_empty() {
+        true => None,
+        false => Some(fastgrpc::server::Cors::origins(&web_origins)?),
+    };
+
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     if let Some(workers) = workers {
         runtime.worker_threads(workers);
@@ -167,6 +175,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     runtime.enable_all().build()?.block_on(async move {
         let shutdown = shutdown_signal()?;
         let mut server = Server::builder().accept_http1(accept_http1);
+        if let Some(cors) = cors {
+            server = server.web_cors(cors);
+        }
         if let Some(age) = max_connection_age {
             server = server.max_connection_age(age);
         }
