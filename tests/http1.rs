@@ -13,14 +13,16 @@ use fastgrpc::{BoxStream, FastFuture, Request, Response, RpcFuture, Server};
 use prost::Message;
 use support::pb::grpc_testing::test_service_server::{TestService, TestServiceServer};
 use support::pb::grpc_testing::{
-    Payload, SimpleRequest, SimpleResponse, StreamingOutputCallResponse,
+    Payload, SimpleRequest, SimpleResponse, StreamingInputCallRequest, StreamingInputCallResponse,
+    StreamingOutputCallResponse,
 };
 use support::web::{frames, from_text};
 use support::{TestServer, frame};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-/// `UnaryCall` answers a payload of `response_size` bytes.
+/// `UnaryCall` answers a payload of `response_size` bytes, echoing `x-echo` metadata, or, with
+/// `fill_username`, never answers; `StreamingInputCall` adds up its requests' payload sizes.
 struct Sized;
 
 impl TestService for Sized {
@@ -28,14 +30,39 @@ impl TestService for Sized {
     type FullDuplexCallStream = BoxStream<StreamingOutputCallResponse>;
     type HalfDuplexCallStream = BoxStream<StreamingOutputCallResponse>;
 
-    fn unary_call(&self, request: Request<SimpleRequest>) -> impl RpcFuture<SimpleResponse> {
-        let size = request.into_inner().response_size as usize;
-        FastFuture::ok(Response::new(SimpleResponse {
+    async fn unary_call(
+        &self,
+        request: Request<SimpleRequest>,
+    ) -> Result<Response<SimpleResponse>, fastgrpc::Status> {
+        let echo = request.metadata().get("x-echo").cloned();
+        let request = request.into_inner();
+        if request.fill_username {
+            std::future::pending::<()>().await;
+        }
+        let mut response = Response::new(SimpleResponse {
             payload: Some(Payload {
                 r#type: 0,
-                body: Bytes::from(vec![1; size]),
+                body: Bytes::from(vec![1; request.response_size as usize]),
             }),
             ..Default::default()
+        });
+        if let Some(echo) = echo {
+            response.metadata_mut().insert("x-echo", echo);
+        }
+        Ok(response)
+    }
+
+    async fn streaming_input_call(
+        &self,
+        request: Request<fastgrpc::Streaming<StreamingInputCallRequest>>,
+    ) -> Result<Response<StreamingInputCallResponse>, fastgrpc::Status> {
+        let mut requests = request.into_inner();
+        let mut total = 0;
+        while let Some(request) = requests.message().await? {
+            total += request.payload.map_or(0, |p| p.body.len() as i32);
+        }
+        Ok(Response::new(StreamingInputCallResponse {
+            aggregated_payload_size: total,
         }))
     }
 }
@@ -56,10 +83,21 @@ fn sized(size: i32) -> Bytes {
     )
 }
 
-/// An HTTP/1.1 request's bytes.
+/// An HTTP/1.1 request's bytes, to `UnaryCall`.
 fn request(method: &str, content_type: &str, extra: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
+    request_to("UnaryCall", method, content_type, extra, body)
+}
+
+/// An HTTP/1.1 request's bytes, to the test service's method `rpc`.
+fn request_to(
+    rpc: &str,
+    method: &str,
+    content_type: &str,
+    extra: &[(&str, &str)],
+    body: &[u8],
+) -> Vec<u8> {
     let mut head = format!(
-        "{method} /grpc.testing.TestService/UnaryCall HTTP/1.1\r\nhost: test\r\n\
+        "{method} /grpc.testing.TestService/{rpc} HTTP/1.1\r\nhost: test\r\n\
          content-type: {content_type}\r\ncontent-length: {}\r\n",
         body.len()
     );
@@ -343,5 +381,77 @@ async fn with_http1_off_every_connection_is_http2() {
         "{:?}",
         String::from_utf8_lossy(&raw)
     );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn deadlines_and_metadata_hold_for_grpc_web_over_http1() {
+    let (server, _) = server(Server::builder()).await;
+    let never = frame(
+        &SimpleRequest {
+            fill_username: true,
+            ..Default::default()
+        }
+        .encode_to_vec(),
+    );
+    let raw = exchange(
+        &server,
+        &request(
+            "POST",
+            "application/grpc-web",
+            &[("grpc-timeout", "50m"), CLOSE],
+            &never,
+        ),
+    )
+    .await;
+    let response = &responses(&raw)[0];
+    assert_eq!(response.header("grpc-status"), Some("4"), "{response:?}");
+
+    let raw = exchange(
+        &server,
+        &request(
+            "POST",
+            "application/grpc-web",
+            &[("x-echo", "seen"), CLOSE],
+            &sized(1),
+        ),
+    )
+    .await;
+    assert_eq!(responses(&raw)[0].header("x-echo"), Some("seen"));
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_request_stream_sent_whole_is_served_over_grpc_web() {
+    // Browsers cannot stream requests, but a gRPC-Web client can send a whole request stream
+    // in one body (Envoy's gRPC-Web filter passes such calls on): it is served.
+    let (server, _) = server(Server::builder()).await;
+    let mut body = Vec::new();
+    for size in [3, 4, 5] {
+        body.extend_from_slice(&frame(
+            &StreamingInputCallRequest {
+                payload: Some(Payload {
+                    r#type: 0,
+                    body: Bytes::from(vec![0; size]),
+                }),
+                ..Default::default()
+            }
+            .encode_to_vec(),
+        ));
+    }
+    let raw = exchange(
+        &server,
+        &request_to(
+            "StreamingInputCall",
+            "POST",
+            "application/grpc-web",
+            &[CLOSE],
+            &body,
+        ),
+    )
+    .await;
+    let response = &responses(&raw)[0];
+    let reply = StreamingInputCallResponse::decode(&frames_of(&response.body)[0][..]).unwrap();
+    assert_eq!(reply.aggregated_payload_size, 12);
     server.stop().await;
 }
