@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use bytes::Bytes;
-use fastgrpc::{BoxStream, FastFuture, Request, Response, RpcFuture, Server};
+use fastgrpc::{BoxStream, Request, Response, Server};
 use prost::Message;
 use support::pb::grpc_testing::test_service_server::{TestService, TestServiceServer};
 use support::pb::grpc_testing::{
