@@ -417,3 +417,35 @@ async fn only_listed_origins_may_call_and_they_may_send_credentials() {
     assert!(refused.headers.get("access-control-allow-origin").is_none());
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_gzipped_grpc_web_request_is_decompressed() {
+    let (server, _) = web_server().await;
+    let mut body = bytes::BytesMut::new();
+    let request = SimpleRequest {
+        response_size: 7,
+        ..Default::default()
+    };
+    fastgrpc::compression::encode_frame(
+        fastgrpc::compression::CompressionEncoding::Gzip,
+        &request.encode_to_vec(),
+        &mut body,
+    )
+    .unwrap();
+    let response = raw_request(
+        server.addr,
+        http::Method::POST,
+        "/grpc.testing.TestService/UnaryCall",
+        &[
+            ("content-type", "application/grpc-web+proto"),
+            ("grpc-encoding", "gzip"),
+        ],
+        body.freeze(),
+    )
+    .await;
+    let frames = frames(&response.body);
+    let reply = SimpleResponse::decode(&frames[0].1[..]).unwrap();
+    assert_eq!(reply.payload.unwrap().body.len(), 7);
+    assert_eq!(frames[1], (0x80, b"grpc-status:0\r\n".to_vec()));
+    server.stop().await;
+}
