@@ -199,15 +199,24 @@ async fn exchange(server: &TestServer, bytes: &[u8]) -> Vec<u8> {
 
 const CLOSE: (&str, &str) = ("connection", "close");
 
+/// A POST of `body` to `UnaryCall` with `content_type` and `extra` headers on a new connection
+/// (closed after it); the answer.
+async fn post(
+    server: &TestServer,
+    content_type: &str,
+    extra: &[(&str, &str)],
+    body: &[u8],
+) -> Http1Response {
+    let mut headers = extra.to_vec();
+    headers.push(CLOSE);
+    let raw = exchange(server, &request("POST", content_type, &headers, body)).await;
+    responses(&raw).remove(0)
+}
+
 #[tokio::test]
 async fn grpc_web_calls_are_served_over_http1_inline() {
     let (server, stats) = server(Server::builder()).await;
-    let raw = exchange(
-        &server,
-        &request("POST", "application/grpc-web+proto", &[CLOSE], &sized(12)),
-    )
-    .await;
-    let response = &responses(&raw)[0];
+    let response = &post(&server, "application/grpc-web+proto", &[], &sized(12)).await;
     assert_eq!(response.status, 200);
     assert_eq!(
         response.header("content-type"),
@@ -221,17 +230,7 @@ async fn grpc_web_calls_are_served_over_http1_inline() {
 
     // The text form, too.
     let body = BASE64.encode(sized(3));
-    let raw = exchange(
-        &server,
-        &request(
-            "POST",
-            "application/grpc-web-text",
-            &[CLOSE],
-            body.as_bytes(),
-        ),
-    )
-    .await;
-    let response = &responses(&raw)[0];
+    let response = &post(&server, "application/grpc-web-text", &[], body.as_bytes()).await;
     assert_eq!(
         response.header("content-type"),
         Some("application/grpc-web-text+proto")
@@ -254,12 +253,12 @@ fn frames_of(body: &[u8]) -> Vec<Vec<u8>> {
 #[tokio::test]
 async fn plain_grpc_over_http1_is_refused_with_505() {
     let (server, _) = server(Server::builder()).await;
-    let raw = exchange(
-        &server,
-        &request("POST", "application/grpc", &[CLOSE], &sized(1)),
-    )
-    .await;
-    assert_eq!(responses(&raw)[0].status, 505);
+    assert_eq!(
+        post(&server, "application/grpc", &[], &sized(1))
+            .await
+            .status,
+        505
+    );
     server.stop().await;
 }
 
@@ -311,25 +310,10 @@ async fn bad_bodies_over_http1_get_their_status() {
     let mut oversized = vec![0u8];
     oversized.extend((5u32 << 20).to_be_bytes());
     oversized.extend([0u8; 100]);
-    let raw = exchange(
-        &server,
-        &request("POST", "application/grpc-web", &[CLOSE], &oversized),
-    )
-    .await;
-    let response = &responses(&raw)[0];
+    let response = &post(&server, "application/grpc-web", &[], &oversized).await;
     assert_eq!(response.header("grpc-status"), Some("8"), "{response:?}");
 
-    let raw = exchange(
-        &server,
-        &request(
-            "POST",
-            "application/grpc-web-text",
-            &[CLOSE],
-            b"not base64!",
-        ),
-    )
-    .await;
-    let response = &responses(&raw)[0];
+    let response = &post(&server, "application/grpc-web-text", &[], b"not base64!").await;
     let trailers = String::from_utf8_lossy(&response.body).into_owned();
     let status = response
         .header("grpc-status")
@@ -394,30 +378,23 @@ async fn deadlines_and_metadata_hold_for_grpc_web_over_http1() {
         }
         .encode_to_vec(),
     );
-    let raw = exchange(
+    let response = &post(
         &server,
-        &request(
-            "POST",
-            "application/grpc-web",
-            &[("grpc-timeout", "50m"), CLOSE],
-            &never,
-        ),
+        "application/grpc-web",
+        &[("grpc-timeout", "50m")],
+        &never,
     )
     .await;
-    let response = &responses(&raw)[0];
     assert_eq!(response.header("grpc-status"), Some("4"), "{response:?}");
 
-    let raw = exchange(
+    let response = post(
         &server,
-        &request(
-            "POST",
-            "application/grpc-web",
-            &[("x-echo", "seen"), CLOSE],
-            &sized(1),
-        ),
+        "application/grpc-web",
+        &[("x-echo", "seen")],
+        &sized(1),
     )
     .await;
-    assert_eq!(responses(&raw)[0].header("x-echo"), Some("seen"));
+    assert_eq!(response.header("x-echo"), Some("seen"));
     server.stop().await;
 }
 
