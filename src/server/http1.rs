@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use super::Shared;
 use super::conn::{call_deadline, deadline_exceeded, give_connect_info, panic_response};
 use super::connect_info::ConnectInfo;
+use super::router::is_grpc_content_type;
 use crate::body::{RequestBody, ResponseBody};
 use crate::handler::ResponseFuture;
 use crate::status;
@@ -38,14 +39,13 @@ pub(super) async fn serve<IO>(
     IO: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
     let header_timeout = shared.connection.handshake_timeout;
-    let shared_drain_grace = shared.connection.drain_grace;
+    let drain_grace = shared.connection.drain_grace;
     let service =
         hyper::service::service_fn(move |request| answer(&shared, connect_info.as_ref(), request));
     let mut connection = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(header_timeout)
         .serve_connection(TokioIo::new(io), service);
-    let drain_grace = shared_drain_grace;
     let result = tokio::select! {
         result = &mut connection => result,
         () = shutdown.cancelled() => {
@@ -97,13 +97,9 @@ fn answer(
         response: ResponseFuture::ok(response),
         deadline: None,
     };
-    let grpc_web =
-        |value: &http::HeaderValue| value.as_bytes().starts_with(b"application/grpc-web");
-    match request.headers().get(http::header::CONTENT_TYPE) {
-        Some(value) if value.as_bytes().starts_with(b"application/grpc") && !grpc_web(value) => {
-            return ready(status::http_version_not_supported());
-        }
-        _ => {}
+    // The router's own test, so both transports agree on what gRPC is.
+    if is_grpc_content_type(request.headers().get(http::header::CONTENT_TYPE)) {
+        return ready(status::http_version_not_supported());
     }
     let deadline = match call_deadline(&mut request, shared.default_timeout) {
         Ok(deadline) => deadline,

@@ -110,7 +110,7 @@ fn service_name(path: &str) -> Option<&str> {
 }
 
 /// `application/grpc`, optionally followed by `+format` or `;parameters`.
-fn is_grpc_content_type(value: Option<&http::HeaderValue>) -> bool {
+pub(super) fn is_grpc_content_type(value: Option<&http::HeaderValue>) -> bool {
     let Some(rest) = value.and_then(|v| v.as_bytes().strip_prefix(b"application/grpc")) else {
         return false;
     };
