@@ -26,15 +26,9 @@ use tokio::sync::{mpsc, oneshot};
 #[global_allocator]
 static ALLOCATOR: alloc::CountingAllocator = alloc::CountingAllocator;
 
-mod pb {
-    include!(concat!(env!("OUT_DIR"), "/helloworld.rs"));
-}
-mod testing {
-    include!(concat!(env!("OUT_DIR"), "/grpc.testing.rs"));
-}
-mod tonic_pb {
-    include!(concat!(env!("OUT_DIR"), "/tonic/helloworld.rs"));
-}
+use protos::grpc_testing as testing;
+use protos::helloworld as pb;
+use protos::tonic_pb::helloworld as tonic_pb;
 
 const WARMUP: usize = 2_000;
 const REQUESTS: usize = 20_000;

@@ -79,12 +79,8 @@ use tonic::codegen::Service;
 #[global_allocator]
 static ALLOCATOR: alloc::CountingAllocator = alloc::CountingAllocator;
 
-mod pb {
-    include!(concat!(env!("OUT_DIR"), "/helloworld.rs"));
-}
-mod tonic_pb {
-    include!(concat!(env!("OUT_DIR"), "/tonic/helloworld.rs"));
-}
+use protos::helloworld as pb;
+use protos::tonic_pb::helloworld as tonic_pb;
 
 const PATH: &str = "/helloworld.Greeter/SayHello";
 

@@ -2,9 +2,7 @@
 //!
 //! Options: `--addr URL` (default http://127.0.0.1:50051). Any other argument is the name.
 
-pub mod helloworld {
-    include!(concat!(env!("OUT_DIR"), "/tonic/helloworld.rs"));
-}
+pub use protos::tonic_pb::helloworld;
 
 use helloworld::HelloRequest;
 use helloworld::greeter_client::GreeterClient;

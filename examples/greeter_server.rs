@@ -37,12 +37,8 @@ use tonic_health::ServingStatus;
 #[path = "support/busy.rs"]
 mod busy;
 
-pub mod helloworld {
-    include!(concat!(env!("OUT_DIR"), "/helloworld.rs"));
-}
-
-/// Every proto this crate compiles, encoded, for the reflection service (see `build.rs`).
-const DESCRIPTORS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/descriptors.bin"));
+// The generated code, and every proto encoded for the reflection service (`proto/build.rs`).
+pub use protos::{DESCRIPTORS, helloworld};
 
 use helloworld::greeter_server::{Greeter, GreeterServer};
 use helloworld::{HelloReply, HelloRequest};

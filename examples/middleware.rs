@@ -14,9 +14,7 @@ use fastgrpc::server::CalledMethod;
 use fastgrpc::{Request, Response, RpcFuture, Server, Status};
 use tower::ServiceBuilder;
 
-pub mod helloworld {
-    include!(concat!(env!("OUT_DIR"), "/helloworld.rs"));
-}
+pub use protos::helloworld;
 
 use helloworld::greeter_server::{Greeter, GreeterServer};
 use helloworld::{HelloReply, HelloRequest};

@@ -14,9 +14,7 @@
 //! status, 10% server streaming, 5% full-duplex ping-pong, 5% a stream cancelled after its
 //! first reply, 5% a malformed request body over raw HTTP/2.
 
-pub mod grpc_testing {
-    include!(concat!(env!("OUT_DIR"), "/tonic/grpc.testing.rs"));
-}
+pub use protos::tonic_pb::grpc_testing;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

@@ -22,9 +22,7 @@
 use fastgrpc::server::{ConnectInfo, TlsConfig};
 use fastgrpc::{FastFuture, Request, Response, RpcFuture, Server};
 
-pub mod helloworld {
-    include!(concat!(env!("OUT_DIR"), "/helloworld.rs"));
-}
+pub use protos::helloworld;
 
 use helloworld::greeter_server::{Greeter, GreeterServer};
 use helloworld::{HelloReply, HelloRequest};

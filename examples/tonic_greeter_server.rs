@@ -10,9 +10,7 @@ use std::time::Duration;
 #[path = "support/busy.rs"]
 mod busy;
 
-pub mod helloworld {
-    include!(concat!(env!("OUT_DIR"), "/tonic/helloworld.rs"));
-}
+pub use protos::tonic_pb::helloworld;
 
 use helloworld::greeter_server::{Greeter, GreeterServer};
 use helloworld::{HelloReply, HelloRequest};

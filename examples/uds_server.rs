@@ -8,12 +8,8 @@ mod demo {
     use fastgrpc::server::ConnectInfo;
     use fastgrpc::{FastFuture, Request, Response, RpcFuture, Server};
 
-    pub mod helloworld {
-        include!(concat!(env!("OUT_DIR"), "/helloworld.rs"));
-    }
-    mod client_pb {
-        include!(concat!(env!("OUT_DIR"), "/tonic/helloworld.rs"));
-    }
+    pub use protos::helloworld;
+    use protos::tonic_pb::helloworld as client_pb;
 
     use helloworld::greeter_server::{Greeter, GreeterServer};
     use helloworld::{HelloReply, HelloRequest};

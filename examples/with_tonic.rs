@@ -12,13 +12,9 @@ use fastgrpc::server::ForTonic;
 use fastgrpc::{FastFuture, RpcFuture};
 
 /// Messages and fastgrpc's server side, compiled by this crate's `build.rs`.
-pub mod fast {
-    include!(concat!(env!("OUT_DIR"), "/helloworld.rs"));
-}
+pub use protos::helloworld as fast;
 /// The same proto as tonic generates it (its server side and client).
-pub mod tonic_pb {
-    include!(concat!(env!("OUT_DIR"), "/tonic/helloworld.rs"));
-}
+pub use protos::tonic_pb::helloworld as tonic_pb;
 
 /// A service written for tonic.
 struct TonicGreeter;

@@ -31,7 +31,7 @@ const MEASURED_WITH: [(&str, &str); 4] = [
 
 /// For a failed exact count: the versions it was measured with, and the ones this build locks.
 fn versions_note() -> String {
-    let lock = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.lock"))
+    let lock = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../Cargo.lock"))
         .unwrap_or_default();
     let locked = |name: &str| {
         let entry = format!("name = \"{name}\"\nversion = \"");

@@ -10,7 +10,7 @@ use std::path::Path;
 /// Runs `target` on every file of `fuzz/corpus/<name>/`, naming the input that fails.
 fn replay(name: &str, target: fn(&[u8])) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fuzz/corpus")
+        .join("../fuzz/corpus")
         .join(name);
     let mut inputs: Vec<_> = std::fs::read_dir(&dir)
         .unwrap_or_else(|error| panic!("{}: {error}", dir.display()))

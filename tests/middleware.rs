@@ -21,26 +21,30 @@ use tower::ServiceBuilder;
 
 /// Greets at once, or after `sleep:<ms>`'s milliseconds; counts the calls it runs at once and
 /// says who the interceptor said the caller is (the `Caller` extension), if anyone.
+#[derive(Default, Clone)]
+struct SleepyGreeter(Arc<Running>);
+
+/// The calls a [`SleepyGreeter`] and its clones are running, and the most they ran at once.
 #[derive(Default)]
-struct SleepyGreeter {
-    running: AtomicUsize,
+struct Running {
+    now: AtomicUsize,
     most_at_once: AtomicUsize,
 }
 
 #[derive(Clone)]
 struct Caller(String);
 
-impl Greeter for Arc<SleepyGreeter> {
+impl Greeter for SleepyGreeter {
     fn say_hello(&self, request: Request<HelloRequest>) -> impl RpcFuture<HelloReply> {
         let caller = request.extensions().get::<Caller>().cloned();
         let name = request.into_inner().name;
-        let this = Arc::clone(self);
+        let running = Arc::clone(&self.0);
         async move {
             if let Some(ms) = name.strip_prefix("sleep:") {
-                let now = this.running.fetch_add(1, Ordering::SeqCst) + 1;
-                this.most_at_once.fetch_max(now, Ordering::SeqCst);
+                let now = running.now.fetch_add(1, Ordering::SeqCst) + 1;
+                running.most_at_once.fetch_max(now, Ordering::SeqCst);
                 tokio::time::sleep(Duration::from_millis(ms.parse().unwrap())).await;
-                this.running.fetch_sub(1, Ordering::SeqCst);
+                running.now.fetch_sub(1, Ordering::SeqCst);
             }
             let by = caller.map_or(String::new(), |caller| format!(" (for {})", caller.0));
             Ok(Response::new(HelloReply {
@@ -69,7 +73,7 @@ fn hello(name: &str) -> client_pb::HelloRequest {
 
 #[tokio::test]
 async fn a_per_service_timeout_layer_ends_slow_calls_of_that_service_only() {
-    let greeter = Arc::new(SleepyGreeter::default());
+    let greeter = SleepyGreeter::default();
     let server = TestServer::start(
         Server::builder()
             .add_layered_service(
@@ -94,9 +98,9 @@ async fn a_per_service_timeout_layer_ends_slow_calls_of_that_service_only() {
 
 #[tokio::test]
 async fn a_concurrency_limit_layer_queues_calls_and_load_shedding_refuses_them() {
-    let greeter = Arc::new(SleepyGreeter::default());
+    let greeter = SleepyGreeter::default();
     let server = TestServer::start(Server::builder().add_layered_service(
-        GreeterServer::new(Arc::clone(&greeter)),
+        GreeterServer::new(greeter.clone()),
         ServiceBuilder::new().concurrency_limit(1),
     ))
     .await;
@@ -110,19 +114,19 @@ async fn a_concurrency_limit_layer_queues_calls_and_load_shedding_refuses_them()
     for call in calls {
         call.await.unwrap().unwrap();
     }
-    assert_eq!(greeter.most_at_once.load(Ordering::SeqCst), 1);
+    assert_eq!(greeter.0.most_at_once.load(Ordering::SeqCst), 1);
     server.stop().await;
 
-    let greeter = Arc::new(SleepyGreeter::default());
+    let greeter = SleepyGreeter::default();
     let server = TestServer::start(Server::builder().add_layered_service(
-        GreeterServer::new(Arc::clone(&greeter)),
+        GreeterServer::new(greeter.clone()),
         ServiceBuilder::new().load_shed().concurrency_limit(1),
     ))
     .await;
     let channel = channel(&server).await;
     let mut first = GreeterClient::new(channel.clone());
     let slow = tokio::spawn(async move { first.say_hello(hello("sleep:300")).await });
-    while greeter.running.load(Ordering::SeqCst) == 0 {
+    while greeter.0.now.load(Ordering::SeqCst) == 0 {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let shed = GreeterClient::new(channel)
@@ -148,7 +152,7 @@ async fn server_wide_layers_see_every_call_and_compose_with_tower_http() {
             .layer(count_calls)
             .layer(tower_http::trace::TraceLayer::new_for_grpc())
             .layer(ServiceBuilder::new().timeout(Duration::from_millis(50)))
-            .add_service(GreeterServer::new(Arc::new(SleepyGreeter::default()))),
+            .add_service(GreeterServer::new(SleepyGreeter::default())),
     )
     .await;
     let channel = channel(&server).await;
@@ -196,7 +200,7 @@ fn with_token(name: &str, token: &str) -> tonic::Request<client_pb::HelloRequest
 async fn an_interceptor_sees_the_method_and_metadata_and_can_refuse() {
     let server = TestServer::start(
         Server::builder().add_service(GreeterServer::with_interceptor(
-            Arc::new(SleepyGreeter::default()),
+            SleepyGreeter::default(),
             authenticate,
         )),
     )
@@ -225,7 +229,7 @@ async fn an_async_interceptor_may_wait_before_letting_a_call_in() {
     });
     let server = TestServer::start(
         Server::builder().add_service(GreeterServer::with_interceptor(
-            Arc::new(SleepyGreeter::default()),
+            SleepyGreeter::default(),
             interceptor,
         )),
     )

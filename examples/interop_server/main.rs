@@ -9,9 +9,7 @@
 
 use fastgrpc::Server;
 
-pub mod grpc_testing {
-    include!(concat!(env!("OUT_DIR"), "/grpc.testing.rs"));
-}
+pub use protos::grpc_testing;
 
 mod service;
 

@@ -139,16 +139,13 @@ impl Builder {
     ///
     /// ```no_run
     /// # use std::time::Duration;
-    /// # mod pb { include!(concat!(env!("OUT_DIR"), "/helloworld.rs")); }
-    /// # struct MyGreeter;
-    /// # impl pb::greeter_server::Greeter for MyGreeter {}
     /// # async fn run() -> std::io::Result<()> {
-    /// let greeter = pb::greeter_server::GreeterServer::new(MyGreeter);
+    /// let (_reporter, health) = tonic_health::server::health_reporter();
     /// let limits = tower::ServiceBuilder::new()
     ///     .concurrency_limit(64)
     ///     .timeout(Duration::from_secs(2));
     /// fastgrpc::Server::builder()
-    ///     .add_layered_service(greeter, limits)
+    ///     .add_layered_service(health, limits)
     ///     .serve("127.0.0.1:50051".parse().unwrap())
     ///     .await
     /// # }

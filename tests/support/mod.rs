@@ -10,25 +10,10 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-/// fastgrpc's generated servers.
-pub mod pb {
-    pub mod helloworld {
-        include!(concat!(env!("OUT_DIR"), "/helloworld.rs"));
-    }
-    pub mod grpc_testing {
-        include!(concat!(env!("OUT_DIR"), "/grpc.testing.rs"));
-    }
-}
-
+/// fastgrpc's generated servers (and the messages), from the workspace's `protos` crate.
+pub use protos as pb;
 /// tonic's generated clients (and servers), for the same protos.
-pub mod tonic_pb {
-    pub mod helloworld {
-        include!(concat!(env!("OUT_DIR"), "/tonic/helloworld.rs"));
-    }
-    pub mod grpc_testing {
-        include!(concat!(env!("OUT_DIR"), "/tonic/grpc.testing.rs"));
-    }
-}
+pub use protos::tonic_pb;
 
 /// A fastgrpc server on an ephemeral loopback port, stopped gracefully by [`TestServer::stop`].
 pub struct TestServer {

@@ -1,0 +1,30 @@
+//! The workspace's test protos, compiled once for the integration tests, benchmarks and
+//! examples: fastgrpc's generated servers, tonic's generated clients and servers for the same
+//! messages, and the encoded descriptors. Not published.
+
+#![allow(missing_docs, unreachable_pub)]
+
+/// `helloworld.proto`: the Greeter service, as fastgrpc generates it.
+pub mod helloworld {
+    include!(concat!(env!("OUT_DIR"), "/helloworld.rs"));
+}
+
+/// `grpc/testing/test.proto`: the gRPC interop services, as fastgrpc generates them.
+pub mod grpc_testing {
+    include!(concat!(env!("OUT_DIR"), "/grpc.testing.rs"));
+}
+
+/// The same protos as tonic generates them: its clients, and its servers as a peer.
+pub mod tonic_pb {
+    /// `helloworld.proto`, by tonic.
+    pub mod helloworld {
+        include!(concat!(env!("OUT_DIR"), "/tonic/helloworld.rs"));
+    }
+    /// `grpc/testing/test.proto`, by tonic.
+    pub mod grpc_testing {
+        include!(concat!(env!("OUT_DIR"), "/tonic/grpc.testing.rs"));
+    }
+}
+
+/// Every proto of this crate as an encoded `FileDescriptorSet`, for the reflection service.
+pub const DESCRIPTORS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/descriptors.bin"));
