@@ -17,7 +17,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::Bytes;
-use fastgrpc::server::ServerStats;
+use fastgrpc::ServerStats;
 use fastgrpc::{FastFuture, Request, Response, RpcFuture};
 use prost::Message;
 use tokio::net::{TcpListener, TcpStream};
@@ -102,7 +102,7 @@ async fn counted(server: &CountRequests) -> u64 {
 
 /// Sends `count` SayHello calls with `IN_FLIGHT` streams open at a time; checks every reply.
 async fn load(client: &mut h2::client::SendRequest<Bytes>, addr: SocketAddr, count: usize) {
-    let body = fastgrpc::codec::encode(&pb::HelloRequest {
+    let body = fastgrpc::codegen::steps::encode(&pb::HelloRequest {
         name: "bench".into(),
     })
     .unwrap();
@@ -193,7 +193,8 @@ async fn client_stream(client: &mut h2::client::SendRequest<Bytes>, addr: Socket
     .header("te", "trailers")
     .body(())
     .unwrap();
-    let message = fastgrpc::codec::encode(&testing::StreamingInputCallRequest::default()).unwrap();
+    let message =
+        fastgrpc::codegen::steps::encode(&testing::StreamingInputCallRequest::default()).unwrap();
     let mut client = client.clone().ready().await.unwrap();
     let (response, mut send) = client.send_request(request, false).unwrap();
     for i in 0..STREAM_MESSAGES {

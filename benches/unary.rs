@@ -13,7 +13,7 @@
 //! | `generated_unary_fast` | our generated `GreeterServer`, handler returning `FastFuture::ok`, called through `FastService::call`; response taken with `into_ready`, body collected |
 //! | `generated_unary_async` | the same with an `async fn` handler that awaits nothing |
 //! | `generated_unary_pending` | the same with an `async fn` handler that really waits once (`tokio::task::yield_now`); the pending response future is driven by `block_on` on a current-thread runtime |
-//! | `routes_fast` | the same handler through the server's whole dispatch (`Builder::into_routes`: method and content-type checks, routing by service name), as the connection driver calls it |
+//! | `routes_fast` | the same handler through the server's whole dispatch (`Builder::into_dispatcher`: method and content-type checks, routing by service name), as the connection driver calls it |
 //! | `routes_intercepted` | the same with an interceptor that lets every call through (`GreeterServer::with_interceptor`) |
 //! | `routes_layered` | the same with one server-wide tower layer that does nothing (`tower_layer::Identity`): the cost of the layered stack itself |
 //! | `tonic_unary` | tonic 0.14's generated `GreeterServer` (`#[tonic::async_trait]` handler) as a `tower::Service`: `poll_ready`, `call`, `block_on` of its future on a current-thread runtime, body collected |
@@ -68,9 +68,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use criterion::{BatchSize, Criterion};
-use fastgrpc::body::RequestBody;
-use fastgrpc::codec::{self, DEFAULT_MAX_RECEIVE_MESSAGE_SIZE};
-use fastgrpc::server::FastService;
+use fastgrpc::FastService;
+use fastgrpc::RequestBody;
+use fastgrpc::codegen::steps::{self as codec, DEFAULT_MAX_RECEIVE_MESSAGE_SIZE};
 use fastgrpc::{FastFuture, Request, Response, RpcFuture, Status};
 use http::HeaderMap;
 use prost::Message;
@@ -364,35 +364,32 @@ impl ReadyRow for GeneratedAsync {
 
 impl ReadyRow for RoutesFast {
     const NAME: &'static str = "routes_fast";
-    type Service = fastgrpc::server::Routes;
+    type Service = fastgrpc::Dispatcher;
     fn service() -> Self::Service {
         fastgrpc::Server::builder()
             .add_service(GeneratedFast::service())
-            .into_routes()
+            .into_dispatcher()
     }
 }
 
 impl ReadyRow for RoutesIntercepted {
     const NAME: &'static str = "routes_intercepted";
-    type Service = fastgrpc::server::Routes;
+    type Service = fastgrpc::Dispatcher;
     fn service() -> Self::Service {
         fastgrpc::Server::builder()
-            .add_service(fastgrpc::server::Intercepted::new(
-                GeneratedFast::service(),
-                pass,
-            ))
-            .into_routes()
+            .add_service(fastgrpc::Intercepted::new(GeneratedFast::service(), pass))
+            .into_dispatcher()
     }
 }
 
 impl ReadyRow for RoutesLayered {
     const NAME: &'static str = "routes_layered";
-    type Service = fastgrpc::server::Routes;
+    type Service = fastgrpc::Dispatcher;
     fn service() -> Self::Service {
         fastgrpc::Server::builder()
             .layer(tower_layer::Identity::new())
             .add_service(GeneratedFast::service())
-            .into_routes()
+            .into_dispatcher()
     }
 }
 

@@ -161,7 +161,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let cors = match web_origins.is_empty() {
         true => None,
-        false => Some(fastgrpc::server::Cors::origins(&web_origins)?),
+        false => Some(fastgrpc::Cors::origins(&web_origins)?),
     };
 
     let mut runtime = tokio::runtime::Builder::new_multi_thread();

@@ -5,7 +5,7 @@
 mod demo {
     use std::path::PathBuf;
 
-    use fastgrpc::server::ConnectInfo;
+    use fastgrpc::ConnectInfo;
     use fastgrpc::{FastFuture, Request, Response, RpcFuture, Server};
 
     pub use protos::helloworld;

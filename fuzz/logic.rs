@@ -1,17 +1,19 @@
 //! What each fuzz target does with one input, written once.
 //!
-//! The fuzz targets (`fuzz_targets/*.rs`, run by `cargo fuzz`) and the root crate's
-//! `tests/fuzz_regressions.rs` (which replays `fuzz/corpus/` in a plain `cargo test`) both
-//! include this file as a module, so a corpus input means the same thing to both.
+//! The runtime crate compiles this file as its `fuzz_logic` module, with the crate's internals
+//! in reach: for `cargo fuzz` (`--cfg fuzzing`; the targets in `fuzz_targets/*.rs` call it) and
+//! for its unit tests, which replay `fuzz/corpus/` in a plain `cargo test` (`replay` below). A
+//! corpus input means the same thing to both.
 //!
 //! Every function takes arbitrary bytes and panics only when fastgrpc does something wrong: a
 //! panic inside fastgrpc, a call that never finishes, or a result that contradicts an
 //! independent reading of the input (the reference checks below). Any `Err` fastgrpc returns
 //! for bad input is fine, as long as its code is one a client may see for it.
 //!
-//! It uses only crates both sides depend on: fastgrpc, bytes, http, http-body and prost.
+//! It uses only crates the runtime depends on: bytes, http, http-body and prost; `fastgrpc` is
+//! the runtime itself.
 
-#![allow(dead_code)]
+#![allow(dead_code, unreachable_pub)]
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -540,7 +542,7 @@ fn percent_decode(text: &[u8]) -> Vec<u8> {
 //   each line as the request's method, `:path` and content-type (a line that is not a valid
 //   one of those: POST, `/fuzz.Echo/Unary`, no content-type)
 
-/// Routing through a server's [`Routes`](fastgrpc::server::Routes) that hosts one service,
+/// Routing through a server's [`Dispatcher`](fastgrpc::server::Dispatcher) that hosts one service,
 /// `fuzz.Echo`, checked against an independent reading of the method, path and content-type.
 pub fn route(data: &[u8]) {
     let mut lines = data.splitn(3, |&b| b == b'\n');
@@ -557,9 +559,11 @@ pub fn route(data: &[u8]) {
         request = request.header(http::header::CONTENT_TYPE, content_type.clone());
     }
     let request = request.body(RequestBody::empty()).expect("valid parts");
-    let routes = fastgrpc::Server::builder().add_service(Echo).into_routes();
+    let dispatcher = fastgrpc::Server::builder()
+        .add_service(Echo)
+        .into_dispatcher();
     let response = ready(
-        fastgrpc::server::FastService::call(&routes, request),
+        fastgrpc::server::FastService::call(&dispatcher, request),
         "routing",
     )
     .expect("infallible");
@@ -772,4 +776,54 @@ fn encoding_list(bits: u8) -> EncodingList {
     encodings(bits)
         .into_iter()
         .fold(EncodingList::new(), EncodingList::with)
+}
+
+/// Every input of `fuzz/corpus/<target>/` through its target, without libFuzzer.
+#[cfg(test)]
+mod replay {
+    use std::path::Path;
+
+    /// Runs `target` on every file of `fuzz/corpus/<name>/`, naming the input that fails.
+    fn replay(name: &str, target: fn(&[u8])) {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fuzz/corpus")
+            .join(name);
+        let mut inputs: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|error| panic!("{}: {error}", dir.display()))
+            .map(|entry| entry.unwrap().path())
+            .collect();
+        inputs.sort();
+        assert!(!inputs.is_empty(), "no inputs in {}", dir.display());
+        for input in &inputs {
+            let data = std::fs::read(input).unwrap();
+            if std::panic::catch_unwind(|| target(&data)).is_err() {
+                panic!("{name} fails on {} ({data:?})", input.display());
+            }
+        }
+    }
+
+    #[test]
+    fn decode_unary() {
+        replay("decode_unary", super::decode_unary);
+    }
+
+    #[test]
+    fn streaming_decode() {
+        replay("streaming_decode", super::streaming_decode);
+    }
+
+    #[test]
+    fn headers() {
+        replay("headers", super::headers);
+    }
+
+    #[test]
+    fn unary_call() {
+        replay("unary_call", super::unary_call);
+    }
+
+    #[test]
+    fn route() {
+        replay("route", super::route);
+    }
 }

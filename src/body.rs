@@ -63,7 +63,7 @@ impl RequestBody {
     /// Any HTTP body, read as it arrives (a body that has already ended is complete).
     ///
     /// ```
-    /// use fastgrpc::body::RequestBody;
+    /// use fastgrpc::RequestBody;
     /// let body = RequestBody::new(http_body_util::Full::new(bytes::Bytes::from_static(b"\0\0\0\0\0")));
     /// assert!(body.into_complete().is_err(), "a foreign body is read as a stream");
     /// ```
@@ -175,7 +175,7 @@ impl fmt::Debug for RequestBody {
 }
 
 /// Frames of a streaming reply, already encoded: what [`ResponseBody::streaming`] sends.
-pub type FrameStream = Pin<Box<dyn Stream<Item = Result<Bytes, Status>> + Send + 'static>>;
+pub(crate) type FrameStream = Pin<Box<dyn Stream<Item = Result<Bytes, Status>> + Send + 'static>>;
 
 /// The body of a response: one encoded message and trailers, a stream of messages, nothing, or
 /// another server's body.

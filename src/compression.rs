@@ -31,10 +31,10 @@ use tonic::metadata::MetadataValue;
 use crate::codec::FRAME_HEADER_LEN;
 
 /// The request header naming the encoding of the request's compressed messages.
-pub const GRPC_ENCODING: HeaderName = HeaderName::from_static("grpc-encoding");
+pub(crate) const GRPC_ENCODING: HeaderName = HeaderName::from_static("grpc-encoding");
 
 /// The header listing the encodings a peer can decompress.
-pub const GRPC_ACCEPT_ENCODING: HeaderName = HeaderName::from_static("grpc-accept-encoding");
+pub(crate) const GRPC_ACCEPT_ENCODING: HeaderName = HeaderName::from_static("grpc-accept-encoding");
 
 /// A compression algorithm fastgrpc can use for messages.
 ///
@@ -42,7 +42,7 @@ pub const GRPC_ACCEPT_ENCODING: HeaderName = HeaderName::from_static("grpc-accep
 /// non-exhaustive: a `match` outside this crate needs a wildcard arm.
 ///
 /// ```
-/// use fastgrpc::compression::CompressionEncoding;
+/// use fastgrpc::CompressionEncoding;
 ///
 /// assert_eq!(CompressionEncoding::Gzip.as_str(), "gzip");
 /// assert_eq!(
@@ -117,18 +117,8 @@ impl fmt::Display for CompressionEncoding {
 
 /// A server's enabled encodings, in its order of preference: a small `Copy` list, so a
 /// service's configuration can hold it without allocating.
-///
-/// ```
-/// use fastgrpc::compression::{CompressionEncoding, EncodingList};
-///
-/// let list = EncodingList::new()
-///     .with(CompressionEncoding::Gzip)
-///     .with(CompressionEncoding::Deflate)
-///     .with(CompressionEncoding::Gzip);
-/// assert_eq!(list.as_slice(), &[CompressionEncoding::Gzip, CompressionEncoding::Deflate]);
-/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EncodingList {
+pub(crate) struct EncodingList {
     /// Invariant: `items[..len]` are distinct; the rest are placeholders.
     items: [CompressionEncoding; 3],
     len: u8,
@@ -136,7 +126,7 @@ pub struct EncodingList {
 
 impl EncodingList {
     /// An empty list: messages are neither accepted nor sent compressed.
-    pub const fn new() -> Self {
+    pub(crate) const fn new() -> Self {
         EncodingList {
             items: [CompressionEncoding::Gzip; 3],
             len: 0,
@@ -144,7 +134,7 @@ impl EncodingList {
     }
 
     /// The list with `encoding` appended (at the lowest preference), unless already there.
-    pub fn with(mut self, encoding: CompressionEncoding) -> Self {
+    pub(crate) fn with(mut self, encoding: CompressionEncoding) -> Self {
         if !self.as_slice().contains(&encoding) {
             // Every encoding fits: there are at most three, each at most once.
             self.items[usize::from(self.len)] = encoding;
@@ -154,27 +144,19 @@ impl EncodingList {
     }
 
     /// The encodings, most preferred first.
-    pub fn as_slice(&self) -> &[CompressionEncoding] {
+    pub(crate) fn as_slice(&self) -> &[CompressionEncoding] {
         &self.items[..usize::from(self.len)]
     }
 
     /// Whether the list is empty.
-    pub const fn is_empty(&self) -> bool {
+    pub(crate) const fn is_empty(&self) -> bool {
         self.len == 0
     }
 
     /// The `grpc-accept-encoding` a service whose requests may use these encodings sends with
     /// every response, as C-core's servers do; `None` for an empty list. A static value: adding
     /// it to a response allocates nothing.
-    ///
-    /// ```
-    /// use fastgrpc::compression::{CompressionEncoding, EncodingList};
-    ///
-    /// let list = EncodingList::new().with(CompressionEncoding::Deflate).with(CompressionEncoding::Gzip);
-    /// assert_eq!(list.accept_header().unwrap(), "identity,gzip,deflate");
-    /// assert!(EncodingList::new().accept_header().is_none());
-    /// ```
-    pub fn accept_header(&self) -> Option<HeaderValue> {
+    pub(crate) fn accept_header(&self) -> Option<HeaderValue> {
         // Indexed by the encodings' bits (gzip 1, deflate 2, zstd 4), names in `ALL`'s order;
         // built at compile time, so a response only clones a static value.
         static VALUES: [HeaderValue; 8] = [
@@ -206,7 +188,7 @@ impl Default for EncodingList {
 /// clone and sets it before yielding each message.
 ///
 /// ```
-/// use fastgrpc::compression::MessageCompression;
+/// use fastgrpc::MessageCompression;
 ///
 /// let compression = MessageCompression::new(false);
 /// let mut response = tonic::Response::new(());
@@ -247,24 +229,7 @@ pub struct RequestCompressed(pub CompressionEncoding);
 /// server did not enable, is `UNIMPLEMENTED` with a message naming what is accepted, and with
 /// `grpc-accept-encoding` in the status's metadata, so the trailers-only response carries it
 /// as the spec asks (and, as it requires, without the rejected encoding).
-///
-/// ```
-/// use fastgrpc::compression::{request_encoding, CompressionEncoding};
-/// use http::{HeaderMap, HeaderValue};
-///
-/// let enabled = [CompressionEncoding::Gzip];
-/// let mut headers = HeaderMap::new();
-/// assert_eq!(request_encoding(&headers, &enabled).unwrap(), None);
-///
-/// headers.insert("grpc-encoding", HeaderValue::from_static("gzip"));
-/// assert_eq!(request_encoding(&headers, &enabled).unwrap(), Some(CompressionEncoding::Gzip));
-///
-/// headers.insert("grpc-encoding", HeaderValue::from_static("snappy"));
-/// let status = request_encoding(&headers, &enabled).unwrap_err();
-/// assert_eq!(status.code(), tonic::Code::Unimplemented);
-/// assert_eq!(status.metadata().get("grpc-accept-encoding").unwrap(), "identity,gzip");
-/// ```
-pub fn request_encoding(
+pub(crate) fn request_encoding(
     headers: &HeaderMap,
     enabled: &[CompressionEncoding],
 ) -> Result<Option<CompressionEncoding>, Status> {
@@ -303,17 +268,10 @@ fn unsupported_encoding(name: &[u8], enabled: &[CompressionEncoding]) -> Status 
 /// The `grpc-accept-encoding` value announcing `enabled`: `identity` first (always accepted),
 /// then each enabled encoding, comma-separated.
 ///
-/// The server sends it with an `UNIMPLEMENTED` answer to an encoding it does not accept (see
-/// [`request_encoding`]); it is public for servers that want to announce it elsewhere.
-///
-/// ```
-/// use fastgrpc::compression::{accept_encoding_header, CompressionEncoding};
-///
-/// let value = accept_encoding_header(&[CompressionEncoding::Gzip, CompressionEncoding::Deflate]);
-/// assert_eq!(value, "identity,gzip,deflate");
-/// assert_eq!(accept_encoding_header(&[]), "identity");
-/// ```
-pub fn accept_encoding_header(enabled: &[CompressionEncoding]) -> HeaderValue {
+/// The reference the tests and the fuzz targets check the server's announcements against (the
+/// server itself builds them with [`EncodingList::accept_header`]).
+#[cfg(any(test, fuzzing))]
+pub(crate) fn accept_encoding_header(enabled: &[CompressionEncoding]) -> HeaderValue {
     HeaderValue::try_from(accepted_names(enabled)).expect("encoding names are valid header text")
 }
 
@@ -334,24 +292,14 @@ fn accepted_names(enabled: &[CompressionEncoding]) -> String {
 /// A `Copy` bit set: parsing allocates nothing. Unknown names and `identity` are ignored
 /// (every peer accepts uncompressed messages), as are surrounding spaces and tabs and empty
 /// entries; names are matched ignoring ASCII case.
-///
-/// ```
-/// use fastgrpc::compression::{AcceptEncoding, CompressionEncoding};
-/// use http::HeaderValue;
-///
-/// let accepted = AcceptEncoding::parse(&HeaderValue::from_static("identity, GZIP ,br,,deflate"));
-/// assert!(accepted.contains(CompressionEncoding::Gzip));
-/// assert!(accepted.contains(CompressionEncoding::Deflate));
-/// assert!(!AcceptEncoding::parse(&HeaderValue::from_static("identity")).contains(CompressionEncoding::Gzip));
-/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct AcceptEncoding {
+pub(crate) struct AcceptEncoding {
     bits: u8,
 }
 
 impl AcceptEncoding {
     /// The encodings named in one header value.
-    pub fn parse(value: &HeaderValue) -> AcceptEncoding {
+    pub(crate) fn parse(value: &HeaderValue) -> AcceptEncoding {
         let mut accepted = AcceptEncoding::default();
         for name in value.as_bytes().split(|&b| b == b',') {
             if let Some(encoding) = CompressionEncoding::from_name(name.trim_ascii()) {
@@ -363,7 +311,7 @@ impl AcceptEncoding {
 
     /// The encodings named in every `grpc-accept-encoding` header of `headers` (a header may
     /// be repeated instead of comma-separated); empty if there is none.
-    pub fn from_headers(headers: &HeaderMap) -> AcceptEncoding {
+    pub(crate) fn from_headers(headers: &HeaderMap) -> AcceptEncoding {
         let mut accepted = AcceptEncoding::default();
         for value in headers.get_all(GRPC_ACCEPT_ENCODING) {
             accepted.bits |= AcceptEncoding::parse(value).bits;
@@ -372,12 +320,13 @@ impl AcceptEncoding {
     }
 
     /// Whether `encoding` is in the set.
-    pub fn contains(self, encoding: CompressionEncoding) -> bool {
+    pub(crate) fn contains(self, encoding: CompressionEncoding) -> bool {
         self.bits & encoding.bit() != 0
     }
 
     /// Whether the set is empty: the client accepts only uncompressed messages.
-    pub fn is_empty(self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(self) -> bool {
         self.bits == 0
     }
 
@@ -385,7 +334,7 @@ impl AcceptEncoding {
     ///
     /// The server's order decides, not the client's: the spec gives `grpc-accept-encoding` no
     /// order of preference (no q-values), and the server pays for compressing.
-    pub fn choose(self, enabled: &[CompressionEncoding]) -> Option<CompressionEncoding> {
+    pub(crate) fn choose(self, enabled: &[CompressionEncoding]) -> Option<CompressionEncoding> {
         enabled
             .iter()
             .copied()
@@ -395,21 +344,7 @@ impl AcceptEncoding {
 
 /// The encoding for a response's messages: the first of `enabled` that the client lists in
 /// `grpc-accept-encoding`, or `None` (send uncompressed) if it lists none of them.
-///
-/// ```
-/// use fastgrpc::compression::{response_encoding, CompressionEncoding};
-/// use http::{HeaderMap, HeaderValue};
-///
-/// let enabled = [CompressionEncoding::Gzip, CompressionEncoding::Deflate];
-/// let mut headers = HeaderMap::new();
-/// headers.insert("grpc-accept-encoding", HeaderValue::from_static("deflate, gzip"));
-/// // The server's preference wins.
-/// assert_eq!(response_encoding(&headers, &enabled), Some(CompressionEncoding::Gzip));
-///
-/// headers.insert("grpc-accept-encoding", HeaderValue::from_static("identity, snappy"));
-/// assert_eq!(response_encoding(&headers, &enabled), None);
-/// ```
-pub fn response_encoding(
+pub(crate) fn response_encoding(
     headers: &HeaderMap,
     enabled: &[CompressionEncoding],
 ) -> Option<CompressionEncoding> {
@@ -428,19 +363,7 @@ pub fn response_encoding(
 ///   header cannot make zstd allocate more than a message within the limit could need.
 /// - Input that is corrupt, truncated, or followed by stray bytes is `INTERNAL`, with the
 ///   decoder's reason.
-///
-/// ```
-/// use bytes::BytesMut;
-/// use fastgrpc::compression::{compress, decompress, CompressionEncoding};
-///
-/// let mut compressed = BytesMut::new();
-/// compress(CompressionEncoding::Gzip, &[7; 1000], &mut compressed).unwrap();
-/// assert_eq!(decompress(CompressionEncoding::Gzip, &compressed, 1000).unwrap(), &[7; 1000][..]);
-///
-/// let error = decompress(CompressionEncoding::Gzip, &compressed, 999).unwrap_err();
-/// assert_eq!(error.code(), tonic::Code::ResourceExhausted);
-/// ```
-pub fn decompress(
+pub(crate) fn decompress(
     encoding: CompressionEncoding,
     compressed: &[u8],
     max_len: usize,
@@ -513,18 +436,7 @@ fn read_bounded<R: Read>(decoder: R, max_len: usize, output: &mut Vec<u8>) -> io
 /// The encoders write straight into `out` (through [`BufMut::writer`]), so [`encode_frame`]
 /// can put a frame header in front and patch its length afterwards without copying. Levels are
 /// the libraries' defaults: 6 for gzip and deflate, 3 for zstd.
-///
-/// ```
-/// use bytes::BytesMut;
-/// use fastgrpc::compression::{compress, decompress, CompressionEncoding};
-///
-/// let mut out = BytesMut::from(&b"prefix"[..]);
-/// compress(CompressionEncoding::Deflate, b"hello hello hello hello", &mut out).unwrap();
-/// assert_eq!(&out[..6], b"prefix");
-/// let round_trip = decompress(CompressionEncoding::Deflate, &out[6..], 1024).unwrap();
-/// assert_eq!(round_trip, &b"hello hello hello hello"[..]);
-/// ```
-pub fn compress(
+pub(crate) fn compress(
     encoding: CompressionEncoding,
     data: &[u8],
     out: &mut BytesMut,
@@ -561,19 +473,7 @@ pub fn compress(
 ///
 /// A compressed message longer than `u32::MAX` bytes cannot be framed: `RESOURCE_EXHAUSTED`,
 /// with `out` left as it was.
-///
-/// ```
-/// use bytes::BytesMut;
-/// use fastgrpc::compression::{decompress, encode_frame, CompressionEncoding};
-///
-/// let mut frame = BytesMut::new();
-/// encode_frame(CompressionEncoding::Gzip, &[1; 100], &mut frame).unwrap();
-/// assert_eq!(frame[0], 1);
-/// let len = u32::from_be_bytes(frame[1..5].try_into().unwrap()) as usize;
-/// assert_eq!(len, frame.len() - 5);
-/// assert_eq!(decompress(CompressionEncoding::Gzip, &frame[5..], 100).unwrap(), &[1; 100][..]);
-/// ```
-pub fn encode_frame(
+pub(crate) fn encode_frame(
     encoding: CompressionEncoding,
     message: &[u8],
     out: &mut BytesMut,
@@ -1001,5 +901,154 @@ mod tests {
         assert_eq!(response_encoding(&accepting("gzip"), &[Deflate]), None);
         assert_eq!(response_encoding(&accepting("gzip"), &[]), None);
         assert_eq!(response_encoding(&HeaderMap::new(), &[Gzip]), None);
+    }
+}
+
+#[cfg(test)]
+mod examples {
+
+    /// `EncodingList` at work (a unit test rather than a doc example: the item is private).
+    #[test]
+    fn example_encoding_list() {
+        use crate::compression::{CompressionEncoding, EncodingList};
+
+        let list = EncodingList::new()
+            .with(CompressionEncoding::Gzip)
+            .with(CompressionEncoding::Deflate)
+            .with(CompressionEncoding::Gzip);
+        assert_eq!(
+            list.as_slice(),
+            &[CompressionEncoding::Gzip, CompressionEncoding::Deflate]
+        );
+    }
+
+    /// `accept_header` at work (a unit test rather than a doc example: the item is private).
+    #[test]
+    fn example_accept_header() {
+        use crate::compression::{CompressionEncoding, EncodingList};
+
+        let list = EncodingList::new()
+            .with(CompressionEncoding::Deflate)
+            .with(CompressionEncoding::Gzip);
+        assert_eq!(list.accept_header().unwrap(), "identity,gzip,deflate");
+        assert!(EncodingList::new().accept_header().is_none());
+    }
+
+    /// `request_encoding` at work (a unit test rather than a doc example: the item is private).
+    #[test]
+    fn example_request_encoding() {
+        use crate::compression::{CompressionEncoding, request_encoding};
+        use http::{HeaderMap, HeaderValue};
+
+        let enabled = [CompressionEncoding::Gzip];
+        let mut headers = HeaderMap::new();
+        assert_eq!(request_encoding(&headers, &enabled).unwrap(), None);
+
+        headers.insert("grpc-encoding", HeaderValue::from_static("gzip"));
+        assert_eq!(
+            request_encoding(&headers, &enabled).unwrap(),
+            Some(CompressionEncoding::Gzip)
+        );
+
+        headers.insert("grpc-encoding", HeaderValue::from_static("snappy"));
+        let status = request_encoding(&headers, &enabled).unwrap_err();
+        assert_eq!(status.code(), tonic::Code::Unimplemented);
+        assert_eq!(
+            status.metadata().get("grpc-accept-encoding").unwrap(),
+            "identity,gzip"
+        );
+    }
+
+    /// `AcceptEncoding` at work (a unit test rather than a doc example: the item is private).
+    #[test]
+    fn example_accept_encoding() {
+        use crate::compression::{AcceptEncoding, CompressionEncoding};
+        use http::HeaderValue;
+
+        let accepted =
+            AcceptEncoding::parse(&HeaderValue::from_static("identity, GZIP ,br,,deflate"));
+        assert!(accepted.contains(CompressionEncoding::Gzip));
+        assert!(accepted.contains(CompressionEncoding::Deflate));
+        assert!(
+            !AcceptEncoding::parse(&HeaderValue::from_static("identity"))
+                .contains(CompressionEncoding::Gzip)
+        );
+    }
+
+    /// `response_encoding` at work (a unit test rather than a doc example: the item is private).
+    #[test]
+    fn example_response_encoding() {
+        use crate::compression::{CompressionEncoding, response_encoding};
+        use http::{HeaderMap, HeaderValue};
+
+        let enabled = [CompressionEncoding::Gzip, CompressionEncoding::Deflate];
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            "grpc-accept-encoding",
+            HeaderValue::from_static("deflate, gzip"),
+        );
+        // The server's preference wins.
+        assert_eq!(
+            response_encoding(&headers, &enabled),
+            Some(CompressionEncoding::Gzip)
+        );
+
+        headers.insert(
+            "grpc-accept-encoding",
+            HeaderValue::from_static("identity, snappy"),
+        );
+        assert_eq!(response_encoding(&headers, &enabled), None);
+    }
+
+    /// `decompress` at work (a unit test rather than a doc example: the item is private).
+    #[test]
+    fn example_decompress() {
+        use crate::compression::{CompressionEncoding, compress, decompress};
+        use bytes::BytesMut;
+
+        let mut compressed = BytesMut::new();
+        compress(CompressionEncoding::Gzip, &[7; 1000], &mut compressed).unwrap();
+        assert_eq!(
+            decompress(CompressionEncoding::Gzip, &compressed, 1000).unwrap(),
+            &[7; 1000][..]
+        );
+
+        let error = decompress(CompressionEncoding::Gzip, &compressed, 999).unwrap_err();
+        assert_eq!(error.code(), tonic::Code::ResourceExhausted);
+    }
+
+    /// `compress` at work (a unit test rather than a doc example: the item is private).
+    #[test]
+    fn example_compress() {
+        use crate::compression::{CompressionEncoding, compress, decompress};
+        use bytes::BytesMut;
+
+        let mut out = BytesMut::from(&b"prefix"[..]);
+        compress(
+            CompressionEncoding::Deflate,
+            b"hello hello hello hello",
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(&out[..6], b"prefix");
+        let round_trip = decompress(CompressionEncoding::Deflate, &out[6..], 1024).unwrap();
+        assert_eq!(round_trip, &b"hello hello hello hello"[..]);
+    }
+
+    /// `encode_frame` at work (a unit test rather than a doc example: the item is private).
+    #[test]
+    fn example_encode_frame() {
+        use crate::compression::{CompressionEncoding, decompress, encode_frame};
+        use bytes::BytesMut;
+
+        let mut frame = BytesMut::new();
+        encode_frame(CompressionEncoding::Gzip, &[1; 100], &mut frame).unwrap();
+        assert_eq!(frame[0], 1);
+        let len = u32::from_be_bytes(frame[1..5].try_into().unwrap()) as usize;
+        assert_eq!(len, frame.len() - 5);
+        assert_eq!(
+            decompress(CompressionEncoding::Gzip, &frame[5..], 100).unwrap(),
+            &[1; 100][..]
+        );
     }
 }

@@ -22,7 +22,7 @@ use tokio::time::{Instant, Sleep};
 use tonic::Status;
 
 /// The request header carrying the client's timeout.
-pub const GRPC_TIMEOUT: HeaderName = HeaderName::from_static("grpc-timeout");
+pub(crate) const GRPC_TIMEOUT: HeaderName = HeaderName::from_static("grpc-timeout");
 
 /// The spec's `TimeoutValue` is "at most 8 digits".
 const MAX_TIMEOUT_DIGITS: usize = 8;
@@ -60,22 +60,7 @@ const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
 /// timeouts that parse here, so only a broken client or proxy is affected, and it gets a
 /// message saying why. A server that prefers tonic's leniency can write
 /// `request_deadline(headers, default).unwrap_or(default)`.
-///
-/// ```
-/// use std::time::Duration;
-/// use fastgrpc::deadline::parse_grpc_timeout;
-/// use http::HeaderValue;
-///
-/// let parse = |v: &'static str| parse_grpc_timeout(&HeaderValue::from_static(v));
-/// assert_eq!(parse("1S").unwrap(), Duration::from_secs(1));
-/// assert_eq!(parse("250m").unwrap(), Duration::from_millis(250));
-/// assert_eq!(parse("99999999n").unwrap(), Duration::from_nanos(99_999_999));
-///
-/// let error = parse("123456789S").unwrap_err();
-/// assert_eq!(error.code(), tonic::Code::Internal);
-/// assert!(error.message().contains("more than 8 digits"));
-/// ```
-pub fn parse_grpc_timeout(value: &HeaderValue) -> Result<Duration, Status> {
+pub(crate) fn parse_grpc_timeout(value: &HeaderValue) -> Result<Duration, Status> {
     let bytes = value.as_bytes();
     let Some((&unit, digits)) = bytes.split_last() else {
         return Err(malformed(bytes, "the value is empty"));
@@ -133,26 +118,7 @@ fn malformed(value: &[u8], reason: &str) -> Status {
 /// should assume an infinite timeout").
 ///
 /// A malformed `grpc-timeout` is an error; see [`parse_grpc_timeout`] for why.
-///
-/// ```
-/// use std::time::Duration;
-/// use fastgrpc::deadline::request_deadline;
-/// use http::{HeaderMap, HeaderValue};
-///
-/// let mut headers = HeaderMap::new();
-/// assert_eq!(request_deadline(&headers, None).unwrap(), None);
-/// assert_eq!(
-///     request_deadline(&headers, Some(Duration::from_secs(30))).unwrap(),
-///     Some(Duration::from_secs(30))
-/// );
-///
-/// headers.insert("grpc-timeout", HeaderValue::from_static("5S"));
-/// assert_eq!(
-///     request_deadline(&headers, Some(Duration::from_secs(30))).unwrap(),
-///     Some(Duration::from_secs(5))
-/// );
-/// ```
-pub fn request_deadline(
+pub(crate) fn request_deadline(
     headers: &HeaderMap,
     server_default: Option<Duration>,
 ) -> Result<Option<Duration>, Status> {
@@ -168,8 +134,9 @@ pub fn request_deadline(
 
 /// The instant by which a call must finish, as handlers see it in the request's extensions.
 ///
-/// The server computes it once from [`request_deadline`] when the call starts and inserts it
-/// into the request's extensions; a call without a deadline has none there.
+/// The server computes it once from the `grpc-timeout` header (and the server's own timeout,
+/// if shorter) when the call arrives, and inserts it into the request's extensions; a call
+/// without a deadline has none there.
 ///
 /// When the deadline passes, the server drops the call (its handler future or reply stream)
 /// and ends the stream with the status `DEADLINE_EXCEEDED`. The spec (`PROTOCOL-HTTP2.md`)
@@ -178,7 +145,7 @@ pub fn request_deadline(
 ///
 /// ```
 /// use std::time::Duration;
-/// use fastgrpc::deadline::Deadline;
+/// use fastgrpc::Deadline;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
@@ -255,7 +222,7 @@ fn deadline_after(now: Instant, timeout: Duration) -> Instant {
 ///
 /// ```
 /// use std::time::Duration;
-/// use fastgrpc::deadline::IdleTimeout;
+/// use fastgrpc::IdleTimeout;
 ///
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// # async fn main() {
@@ -347,7 +314,7 @@ pin_project! {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use fastgrpc::deadline::WithIdleTimeout;
+    /// use fastgrpc::WithIdleTimeout;
     /// use futures_util::StreamExt;
     ///
     /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
@@ -760,5 +727,50 @@ mod tests {
         assert_eq!(stream.next().await.unwrap().unwrap(), 1);
         assert!(stream.next().await.is_none());
         assert!(stream.next().await.is_none());
+    }
+}
+
+#[cfg(test)]
+mod examples {
+
+    /// `parse_grpc_timeout` at work (a unit test rather than a doc example: the item is private).
+    #[test]
+    fn example_parse_grpc_timeout() {
+        use crate::deadline::parse_grpc_timeout;
+        use http::HeaderValue;
+        use std::time::Duration;
+
+        let parse = |v: &'static str| parse_grpc_timeout(&HeaderValue::from_static(v));
+        assert_eq!(parse("1S").unwrap(), Duration::from_secs(1));
+        assert_eq!(parse("250m").unwrap(), Duration::from_millis(250));
+        assert_eq!(
+            parse("99999999n").unwrap(),
+            Duration::from_nanos(99_999_999)
+        );
+
+        let error = parse("123456789S").unwrap_err();
+        assert_eq!(error.code(), tonic::Code::Internal);
+        assert!(error.message().contains("more than 8 digits"));
+    }
+
+    /// `request_deadline` at work (a unit test rather than a doc example: the item is private).
+    #[test]
+    fn example_request_deadline() {
+        use crate::deadline::request_deadline;
+        use http::{HeaderMap, HeaderValue};
+        use std::time::Duration;
+
+        let mut headers = HeaderMap::new();
+        assert_eq!(request_deadline(&headers, None).unwrap(), None);
+        assert_eq!(
+            request_deadline(&headers, Some(Duration::from_secs(30))).unwrap(),
+            Some(Duration::from_secs(30))
+        );
+
+        headers.insert("grpc-timeout", HeaderValue::from_static("5S"));
+        assert_eq!(
+            request_deadline(&headers, Some(Duration::from_secs(30))).unwrap(),
+            Some(Duration::from_secs(5))
+        );
     }
 }

@@ -1,27 +1,52 @@
 #![doc = include_str!("../docs/CRATE.md")]
-#![warn(missing_docs)]
+#![deny(missing_docs)]
+#![warn(unreachable_pub)]
 
-pub mod body;
-pub mod codec;
-pub mod compression;
-pub mod deadline;
-pub mod future;
-pub mod handler;
-pub mod metadata;
-pub mod server;
-pub mod status;
-pub mod stream;
+// Every module is private: what users write is re-exported below, what generated code needs is
+// in `codegen`. `docs/ARCHITECTURE.md` maps the modules.
+mod body;
+mod codec;
+mod compression;
+mod deadline;
+mod future;
+mod handler;
+mod metadata;
+mod server;
+mod status;
+mod stream;
 mod web;
 
 #[doc(hidden)]
 pub mod codegen;
 
+/// The fuzz targets' logic (`fuzz/logic.rs`), written against this crate's internals: built for
+/// `cargo fuzz` (which sets `--cfg fuzzing`) and for the unit tests, which replay
+/// `fuzz/corpus/`; never part of a normal build.
+#[cfg(any(test, fuzzing))]
+#[doc(hidden)]
+#[path = "../fuzz/logic.rs"]
+pub mod fuzz_logic;
+// `fuzz/logic.rs` names this crate `fastgrpc`, as the fuzz targets see it.
+#[cfg(any(test, fuzzing))]
+extern crate self as fastgrpc;
+
+pub use crate::body::{RequestBody, ResponseBody};
 pub use crate::codec::Streaming;
+pub use crate::compression::{CompressionEncoding, MessageCompression, RequestCompressed};
+pub use crate::deadline::{Deadline, IdleTimeout, WithIdleTimeout};
 pub use crate::future::{FastFuture, RpcFuture};
-pub use crate::handler::BoxStream;
-pub use crate::server::Server;
-/// The rustls the `tls` feature serves with, to build a [`server::TlsConfig`]'s alternative,
-/// a `rustls::ServerConfig` of your own, with the same version.
+pub use crate::handler::{BoxStream, ResponseFuture};
+pub use crate::metadata::Trailers;
+pub use crate::server::{
+    Address, AsyncInterceptor, BoxError, Builder, CalledMethod, ConnectInfo, Connected, Cors,
+    Dispatcher, FastService, ForTonic, Intercepted, Interceptor, NamedService, Server, ServerStats,
+    TowerService, async_interceptor,
+};
+#[cfg(feature = "tls")]
+pub use crate::server::{TlsConfig, TlsError};
+pub use crate::stream::{MapAsync, MapAsyncExt};
+/// The rustls the `tls` feature serves with, to build a [`TlsConfig`]'s alternative, a
+/// `rustls::ServerConfig` of your own, with the same version.
 #[cfg(feature = "tls")]
 pub use tokio_rustls::rustls;
 pub use tonic::{Code, Request, Response, Status};

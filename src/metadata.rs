@@ -27,7 +27,7 @@ pub(crate) fn header<'a>(headers: &'a HeaderMap, name: &HeaderName) -> Option<&'
 /// Trailing metadata to send after the reply (and its final status).
 ///
 /// ```
-/// use fastgrpc::metadata::Trailers;
+/// use fastgrpc::Trailers;
 /// use tonic::metadata::MetadataMap;
 ///
 /// let mut response = tonic::Response::new(());

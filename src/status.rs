@@ -33,13 +33,7 @@ const RESERVED_HEADERS: [HeaderName; 11] = [
 ];
 
 /// A trailers-only response carrying `status`.
-///
-/// ```
-/// let response = fastgrpc::status::response(&tonic::Status::not_found("no such user"));
-/// assert_eq!(response.headers()["grpc-status"], "5");
-/// assert_eq!(response.headers()["grpc-message"], "no%20such%20user");
-/// ```
-pub fn response(status: &Status) -> http::Response<ResponseBody> {
+pub(crate) fn response(status: &Status) -> http::Response<ResponseBody> {
     // `HeaderMap::new()` allocates on first insert with room for all of these; small
     // `with_capacity` maps grow (and allocate again) on their first inserts.
     let mut headers = HeaderMap::new();
@@ -190,5 +184,17 @@ mod tests {
         assert!(headers.get("connection").is_none());
         assert_eq!(headers[CONTENT_TYPE], "application/grpc");
         assert_eq!(headers["x-user"], "kept");
+    }
+}
+
+#[cfg(test)]
+mod examples {
+
+    /// `response` at work (a unit test rather than a doc example: the item is private).
+    #[test]
+    fn example_response() {
+        let response = crate::status::response(&tonic::Status::not_found("no such user"));
+        assert_eq!(response.headers()["grpc-status"], "5");
+        assert_eq!(response.headers()["grpc-message"], "no%20such%20user");
     }
 }

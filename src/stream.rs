@@ -3,36 +3,8 @@
 //! [`MapAsyncExt::map_async`] turns every item of a stream into a future, runs up to
 //! `parallelism` of those futures at once, and yields their outputs in the order of the items
 //! they came from. It is `StreamExt::map` followed by `StreamExt::buffered`, fused into one
-//! adapter that knows about futures which are already done.
-//!
-//! # The fast path
-//!
-//! Apache Pekko's ordered `mapAsync` makes an observation that fits this crate's idea
-//! ("completed futures are not scheduled"): ordering only costs something when a result has to
-//! *wait*. If the future made for an item is already complete, no earlier result is still owed
-//! downstream, and downstream is asking for an item right now, there is nothing to reorder and
-//! nothing to remember: the value can be handed out on the spot.
-//!
-//! That is what happens here. Inside `poll_next`, when the buffer is empty, the new future is
-//! polled once where it stands; if it completes, its output is the return value of that same
-//! `poll_next`. It never takes a buffer slot, registers no waker and allocates nothing. A stream
-//! mapped to [`FastFuture::ok`](crate::FastFuture::ok) (or to
-//! [`FastFuture::from_future`](crate::FastFuture::from_future) of an `async` block that does
-//! not wait) therefore costs the call to `f` and little else; `buffered` would push every one
-//! of those futures through a `FuturesOrdered`, one heap-allocated task each.
-//!
-//! # The buffered path
-//!
-//! A result that is not ready, or a ready one behind results still owed downstream, goes into a
-//! ring of `parallelism` slots, oldest first. A slot holds either a future still running or the
-//! output of one that finished before those ahead of it. The ring and one waker per ring
-//! position are allocated once, when the first future has to wait (so a stream whose futures are
-//! all ready never allocates at all); nothing is allocated per item afterwards. A slot's waker
-//! sets its position's bit and wakes the task polling the stream, so a wake-up polls only the
-//! futures that asked for it, each at most once per `poll_next` (a future that wakes itself to
-//! yield does not keep the stream spinning inside one poll). Free slots are refilled from
-//! upstream before a finished result is handed out, so `parallelism` futures keep running while
-//! finished results drain.
+//! adapter that knows about futures which are already done; the trait's documentation tells
+//! how.
 //!
 //! # Choices
 //!
@@ -72,13 +44,43 @@ use futures_util::task::AtomicWaker;
 use pin_project_lite::pin_project;
 
 /// Adds [`map_async`](MapAsyncExt::map_async) to every [`Stream`].
+///
+/// # The fast path
+///
+/// Apache Pekko's ordered `mapAsync` makes an observation that fits this crate's idea
+/// ("completed futures are not scheduled"): ordering only costs something when a result has to
+/// *wait*. If the future made for an item is already complete, no earlier result is still owed
+/// downstream, and downstream is asking for an item right now, there is nothing to reorder and
+/// nothing to remember: the value can be handed out on the spot.
+///
+/// That is what happens here. Inside `poll_next`, when the buffer is empty, the new future is
+/// polled once where it stands; if it completes, its output is the return value of that same
+/// `poll_next`. It never takes a buffer slot, registers no waker and allocates nothing. A stream
+/// mapped to [`FastFuture::ok`](crate::FastFuture::ok) (or to
+/// [`FastFuture::from_future`](crate::FastFuture::from_future) of an `async` block that does
+/// not wait) therefore costs the call to `f` and little else; `buffered` would push every one
+/// of those futures through a `FuturesOrdered`, one heap-allocated task each.
+///
+/// # The buffered path
+///
+/// A result that is not ready, or a ready one behind results still owed downstream, goes into a
+/// ring of `parallelism` slots, oldest first. A slot holds either a future still running or the
+/// output of one that finished before those ahead of it. The ring and one waker per ring
+/// position are allocated once, when the first future has to wait (so a stream whose futures are
+/// all ready never allocates at all); nothing is allocated per item afterwards. A slot's waker
+/// sets its position's bit and wakes the task polling the stream, so a wake-up polls only the
+/// futures that asked for it, each at most once per `poll_next` (a future that wakes itself to
+/// yield does not keep the stream spinning inside one poll). Free slots are refilled from
+/// upstream before a finished result is handed out, so `parallelism` futures keep running while
+/// finished results drain.
+///
 pub trait MapAsyncExt: Stream {
     /// Maps each item to a future with `f`, runs up to `parallelism` of them at once, and yields
     /// their outputs in input order.
     ///
     /// A future that is complete when `f` returns it, with no earlier result still owed, is
     /// yielded straight away from the same `poll_next`, without buffering or allocating (see
-    /// the [module documentation](self)). Other results wait in a buffer of `parallelism`
+    /// [`MapAsyncExt`]). Other results wait in a buffer of `parallelism`
     /// slots, allocated once, when the first future has to wait.
     ///
     /// `f` may return a [`FastFuture`](crate::FastFuture) or any other `Unpin` future; wrap an
@@ -97,7 +99,7 @@ pub trait MapAsyncExt: Stream {
     ///
     /// ```
     /// use fastgrpc::FastFuture;
-    /// use fastgrpc::stream::MapAsyncExt;
+    /// use fastgrpc::MapAsyncExt;
     /// use futures_util::{StreamExt, stream};
     ///
     /// # let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build();
@@ -129,7 +131,7 @@ pub trait MapAsyncExt: Stream {
     /// Any `Unpin` future works too, with the same fast path:
     ///
     /// ```
-    /// use fastgrpc::stream::MapAsyncExt;
+    /// use fastgrpc::MapAsyncExt;
     /// use futures_util::{FutureExt, StreamExt, stream};
     ///
     /// let doubled: Vec<u32> = stream::iter([1, 2, 3])
@@ -156,7 +158,7 @@ pin_project! {
     ///
     /// ```
     /// use fastgrpc::FastFuture;
-    /// use fastgrpc::stream::{MapAsync, MapAsyncExt};
+    /// use fastgrpc::{MapAsync, MapAsyncExt};
     /// use futures_util::stream::{self, Iter};
     ///
     /// type Ids = std::ops::Range<u64>;

@@ -8,8 +8,8 @@ mod alloc;
 use std::convert::Infallible;
 
 use bytes::Bytes;
-use fastgrpc::body::RequestBody;
-use fastgrpc::server::FastService;
+use fastgrpc::FastService;
+use fastgrpc::RequestBody;
 use fastgrpc::{FastFuture, Request, Response, RpcFuture, Status};
 use prost::Message;
 use support::pb::helloworld::greeter_server::{Greeter, GreeterServer};
@@ -137,7 +137,7 @@ impl Greeter for AsyncGreeter {
 }
 
 fn strict_request() -> http::Request<RequestBody> {
-    let body = fastgrpc::codec::encode(&HelloRequest {
+    let body = fastgrpc::codegen::steps::encode(&HelloRequest {
         name: "world".into(),
     })
     .unwrap();
@@ -166,7 +166,7 @@ fn serve_once(service: &impl FastService) -> (String, u64) {
     )
 }
 
-fn collect(body: fastgrpc::body::ResponseBody) -> (Bytes, http::HeaderMap) {
+fn collect(body: fastgrpc::ResponseBody) -> (Bytes, http::HeaderMap) {
     use http_body::Body;
     let mut body = std::pin::pin!(body);
     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
@@ -217,13 +217,9 @@ fn generated_handler_ready_path_allocates_the_same_for_fast_future_and_async_fn(
 #[test]
 fn connect_info_costs_three_allocations_or_one_beside_a_deadline() {
     let service = GreeterServer::new(FastGreeter);
-    let info = fastgrpc::server::ConnectInfo::new(
-        Some(fastgrpc::server::Address::Inet(
-            "127.0.0.1:50051".parse().unwrap(),
-        )),
-        Some(fastgrpc::server::Address::Inet(
-            "127.0.0.1:40000".parse().unwrap(),
-        )),
+    let info = fastgrpc::ConnectInfo::new(
+        Some(fastgrpc::Address::Inet("127.0.0.1:50051".parse().unwrap())),
+        Some(fastgrpc::Address::Inet("127.0.0.1:40000".parse().unwrap())),
     );
     let serve_with = |deadline: bool, with_info: bool| {
         let mut request = strict_request();
@@ -231,7 +227,7 @@ fn connect_info_costs_three_allocations_or_one_beside_a_deadline() {
             let after = std::time::Duration::from_secs(60);
             request
                 .extensions_mut()
-                .insert(fastgrpc::deadline::Deadline::after(after));
+                .insert(fastgrpc::Deadline::after(after));
         }
         let (response, allocations) = alloc::count_allocations(|| {
             if with_info {
@@ -281,12 +277,12 @@ fn message_of_frame_len(frame_len: usize) -> HelloReply {
 fn encoding_small_frames_allocates_nothing_once_warm() {
     let reply = message_of_frame_len(64);
     // Warm up: this thread's first chunk.
-    drop(fastgrpc::codec::encode(&reply).unwrap());
+    drop(fastgrpc::codegen::steps::encode(&reply).unwrap());
     // Many chunks' worth of frames, each dropped before the next is encoded, as h2 drops a
     // frame once written: the chunk is reused in place every time it runs short.
     let (total_len, allocations) = alloc::count_allocations(|| {
         (0..10_000)
-            .map(|_| fastgrpc::codec::encode(&reply).unwrap().len())
+            .map(|_| fastgrpc::codegen::steps::encode(&reply).unwrap().len())
             .sum::<usize>()
     });
     assert_eq!(total_len, 640_000);
@@ -299,10 +295,10 @@ fn held_frames_grow_the_arena_by_one_chunk_per_chunk_of_frames() {
     // 128 frames of 64 bytes fill one 8 KiB chunk.
     const PER_CHUNK: usize = 128;
     let reply = message_of_frame_len(64);
-    drop(fastgrpc::codec::encode(&reply).unwrap());
+    drop(fastgrpc::codegen::steps::encode(&reply).unwrap());
     let mut held = Vec::with_capacity(HELD);
     let ((), allocations, bytes) = alloc::count_allocations_and_bytes(|| {
-        held.extend((0..HELD).map(|_| fastgrpc::codec::encode(&reply).unwrap()));
+        held.extend((0..HELD).map(|_| fastgrpc::codegen::steps::encode(&reply).unwrap()));
     });
     assert!(held.iter().all(|frame| frame.len() == 64));
     // Each new chunk costs its buffer and the reference count `bytes` shares it with; the
@@ -321,7 +317,7 @@ fn held_frames_grow_the_arena_by_one_chunk_per_chunk_of_frames() {
     // Once they are dropped, the arena stops growing.
     let (_, allocations) = alloc::count_allocations(|| {
         for _ in 0..10 * HELD {
-            drop(fastgrpc::codec::encode(&reply).unwrap());
+            drop(fastgrpc::codegen::steps::encode(&reply).unwrap());
         }
     });
     assert_eq!(allocations, 0);
@@ -330,9 +326,9 @@ fn held_frames_grow_the_arena_by_one_chunk_per_chunk_of_frames() {
 #[test]
 fn a_large_frame_gets_one_buffer_of_its_own_size() {
     let reply = message_of_frame_len(3_000);
-    drop(fastgrpc::codec::encode(&reply).unwrap());
+    drop(fastgrpc::codegen::steps::encode(&reply).unwrap());
     let (frame, allocations, bytes) =
-        alloc::count_allocations_and_bytes(|| fastgrpc::codec::encode(&reply).unwrap());
+        alloc::count_allocations_and_bytes(|| fastgrpc::codegen::steps::encode(&reply).unwrap());
     assert_eq!(frame.len(), 3_000);
     assert_eq!((allocations, bytes), (1, 3_000));
 }

@@ -31,7 +31,7 @@ impl Greeter for Hello {
 
 const SAY_HELLO: &str = "/helloworld.Greeter/SayHello";
 
-async fn server(builder: fastgrpc::server::Builder) -> TestServer {
+async fn server(builder: fastgrpc::Builder) -> TestServer {
     TestServer::start(builder.add_service(GreeterServer::new(Hello))).await
 }
 

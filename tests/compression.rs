@@ -3,8 +3,8 @@
 
 mod support;
 
-use bytes::{Bytes, BytesMut};
-use fastgrpc::compression::{CompressionEncoding, decompress, encode_frame};
+use bytes::Bytes;
+use fastgrpc::CompressionEncoding;
 use fastgrpc::{FastFuture, Request, Response, RpcFuture, Server};
 use prost::Message;
 use support::pb::helloworld::greeter_server::{Greeter, GreeterServer};
@@ -31,9 +31,7 @@ async fn server(limit: usize) -> TestServer {
 }
 
 fn compressed(encoding: CompressionEncoding, message: &impl Message) -> Bytes {
-    let mut out = BytesMut::new();
-    encode_frame(encoding, &message.encode_to_vec(), &mut out).unwrap();
-    out.freeze()
+    support::compressed_frame(encoding, &message.encode_to_vec())
 }
 
 async fn say_hello(server: &TestServer, headers: &[(&str, &str)], body: Bytes) -> RawResponse {
@@ -57,7 +55,7 @@ fn reply(response: &RawResponse) -> (String, bool) {
     let message = if compressed {
         let encoding = response.headers["grpc-encoding"].to_str().unwrap();
         let encoding = CompressionEncoding::from_name(encoding.as_bytes()).unwrap();
-        HelloReply::decode(decompress(encoding, payload, 1 << 20).unwrap()).unwrap()
+        HelloReply::decode(&support::decompressed(encoding, payload)[..]).unwrap()
     } else {
         HelloReply::decode(payload).unwrap()
     };

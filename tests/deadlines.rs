@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
-use fastgrpc::deadline::Deadline;
+use fastgrpc::Deadline;
 use fastgrpc::{Code, Request, Response, Server, Status, Streaming};
 use support::pb::grpc_testing::test_service_server::{TestService, TestServiceServer};
 use support::pb::grpc_testing::{

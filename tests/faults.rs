@@ -8,8 +8,8 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use fastgrpc::server::{FastService, ForTonic, ServerStats};
 use fastgrpc::{BoxStream, Code, FastFuture, Request, Response, RpcFuture, Server, Status};
+use fastgrpc::{FastService, ForTonic, ServerStats};
 use futures_util::StreamExt;
 use support::pb::grpc_testing::test_service_server::{TestService, TestServiceServer};
 use support::pb::grpc_testing::{Payload, StreamingOutputCallRequest, StreamingOutputCallResponse};
@@ -369,19 +369,17 @@ async fn a_panic_in_a_service_mounted_in_tonic_ends_only_its_call() {
 }
 
 #[test]
-fn a_panic_through_into_routes_is_an_internal_answer() {
+fn a_panic_through_into_dispatcher_is_an_internal_answer() {
     quiet_expected_panics();
     let routes = Server::builder()
         .add_service(GreeterServer::new(Faulty))
-        .into_routes();
+        .into_dispatcher();
     let message = prost::Message::encode_to_vec(&HelloRequest {
         name: "panic".into(),
     });
     let request = http::Request::post("/helloworld.Greeter/SayHello")
         .header("content-type", "application/grpc")
-        .body(fastgrpc::body::RequestBody::complete(support::frame(
-            &message,
-        )))
+        .body(fastgrpc::RequestBody::complete(support::frame(&message)))
         .unwrap();
     let response = routes
         .call(request)

@@ -63,7 +63,7 @@ fn payload(size: usize) -> Payload {
     }
 }
 
-async fn web_server() -> (TestServer, fastgrpc::server::ServerStats) {
+async fn web_server() -> (TestServer, fastgrpc::ServerStats) {
     let builder = Server::builder().add_service(TestServiceServer::new(Web));
     let stats = builder.stats();
     (TestServer::start(builder).await, stats)
@@ -395,7 +395,7 @@ async fn pages_of_any_origin_may_call_without_credentials_by_default() {
 
 #[tokio::test]
 async fn only_listed_origins_may_call_and_they_may_send_credentials() {
-    let cors = fastgrpc::server::Cors::origins(["https://app.example"])
+    let cors = fastgrpc::Cors::origins(["https://app.example"])
         .unwrap()
         .allow_credentials(true);
     let server = TestServer::start(
@@ -421,17 +421,14 @@ async fn only_listed_origins_may_call_and_they_may_send_credentials() {
 #[tokio::test]
 async fn a_gzipped_grpc_web_request_is_decompressed() {
     let (server, _) = web_server().await;
-    let mut body = bytes::BytesMut::new();
     let request = SimpleRequest {
         response_size: 7,
         ..Default::default()
     };
-    fastgrpc::compression::encode_frame(
-        fastgrpc::compression::CompressionEncoding::Gzip,
+    let body = support::compressed_frame(
+        fastgrpc::CompressionEncoding::Gzip,
         &request.encode_to_vec(),
-        &mut body,
-    )
-    .unwrap();
+    );
     let response = raw_request(
         server.addr,
         http::Method::POST,
@@ -440,7 +437,7 @@ async fn a_gzipped_grpc_web_request_is_decompressed() {
             ("content-type", "application/grpc-web+proto"),
             ("grpc-encoding", "gzip"),
         ],
-        body.freeze(),
+        body,
     )
     .await;
     let frames = frames(&response.body);

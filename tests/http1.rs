@@ -67,7 +67,7 @@ impl TestService for Sized {
     }
 }
 
-async fn server(builder: fastgrpc::server::Builder) -> (TestServer, fastgrpc::server::ServerStats) {
+async fn server(builder: fastgrpc::Builder) -> (TestServer, fastgrpc::ServerStats) {
     let builder = builder.add_service(TestServiceServer::new(Sized));
     let stats = builder.stats();
     (TestServer::start(builder).await, stats)

@@ -13,7 +13,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use fastgrpc::Status;
-use fastgrpc::deadline::WithIdleTimeout;
+use fastgrpc::WithIdleTimeout;
 use futures_util::{Stream, StreamExt};
 
 #[global_allocator]

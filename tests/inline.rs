@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use fastgrpc::server::ServerStats;
+use fastgrpc::ServerStats;
 use fastgrpc::{BoxStream, FastFuture, Request, Response, RpcFuture, Server, Status};
 use prost::Message;
 use support::pb::grpc_testing::test_service_server::{TestService, TestServiceServer};

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use fastgrpc::FastFuture;
-use fastgrpc::stream::MapAsyncExt;
+use fastgrpc::MapAsyncExt;
 use futures_util::stream::{self, Stream};
 use test_futures::{CountingWaker, YieldOnce, sum_all};
 

@@ -8,7 +8,7 @@ mod support;
 use std::time::Duration;
 
 use fastgrpc::Server;
-use fastgrpc::server::TlsConfig;
+use fastgrpc::TlsConfig;
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     KeyUsagePurpose,

@@ -5,7 +5,7 @@ mod support;
 
 use std::pin::Pin;
 
-use fastgrpc::server::ForTonic;
+use fastgrpc::ForTonic;
 use fastgrpc::{Code, FastFuture, Request, Response, RpcFuture, Server, Status, Streaming};
 use futures_util::{Stream, StreamExt};
 use support::pb::grpc_testing::test_service_server::{TestService, TestServiceServer};

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fastgrpc::Server;
-use fastgrpc::server::{Address, ConnectInfo};
+use fastgrpc::{Address, ConnectInfo};
 use support::pb::helloworld::greeter_server::GreeterServer;
 use support::{RecordingGreeter, TestServer, channel, channel_with, say_hello};
 use tokio::net::TcpStream;

@@ -106,14 +106,14 @@ fn server_module(
                 /// Limits the size of a decoded request message (default 4 MiB); larger
                 /// requests get `RESOURCE_EXHAUSTED`.
                 pub fn max_decoding_message_size(mut self, limit: usize) -> Self {
-                    self.config.max_receive_message_size = limit;
+                    self.config = self.config.max_decoding_message_size(limit);
                     self
                 }
 
                 /// Limits the size of an encoded reply message (default: no limit); a larger
                 /// reply ends its call with `RESOURCE_EXHAUSTED`.
                 pub fn max_encoding_message_size(mut self, limit: usize) -> Self {
-                    self.config.max_send_message_size = limit;
+                    self.config = self.config.max_encoding_message_size(limit);
                     self
                 }
 
@@ -122,7 +122,7 @@ fn server_module(
                 /// Failed calls, and replies to clients that send a `grpc-accept-encoding` of
                 /// their own, announce the accepted encodings in `grpc-accept-encoding`.
                 pub fn accept_compressed(mut self, encoding: CompressionEncoding) -> Self {
-                    self.config.accept_compression = self.config.accept_compression.with(encoding);
+                    self.config = self.config.accept_compressed(encoding);
                     self
                 }
 
@@ -132,14 +132,14 @@ fn server_module(
                 /// does not open the door to decompression bombs; this is for services that
                 /// want no compression at all.
                 pub fn refuse_compressed_requests(mut self) -> Self {
-                    self.config.accept_compression = EncodingList::new();
+                    self.config = self.config.refuse_compressed_requests();
                     self
                 }
 
                 /// Compresses replies with `encoding` when the client accepts it; the first
                 /// encoding enabled this way that the client accepts is used.
                 pub fn send_compressed(mut self, encoding: CompressionEncoding) -> Self {
-                    self.config.send_compression = self.config.send_compression.with(encoding);
+                    self.config = self.config.send_compressed(encoding);
                     self
                 }
 
@@ -149,7 +149,7 @@ fn server_module(
                 /// are cheap and spawns them once they compute for longer than
                 /// [`inline_cost_limit`](Self::inline_cost_limit).
                 pub fn run_inline(mut self, enabled: bool) -> Self {
-                    self.config.inline = if enabled { InlineMode::Always } else { InlineMode::Never };
+                    self.config = self.config.run_inline(enabled);
                     self
                 }
 
@@ -157,14 +157,14 @@ fn server_module(
                 /// calls are estimated to compute for longer than `limit` before they answer
                 /// or first wait (default 25 µs).
                 pub fn inline_cost_limit(mut self, limit: Duration) -> Self {
-                    self.config.inline_cost_limit = limit;
+                    self.config = self.config.inline_cost_limit(limit);
                     self
                 }
 
                 /// Fails a call with `DEADLINE_EXCEEDED` when its request stream stays silent
                 /// for `timeout` while the handler waits for a message.
                 pub fn receive_idle_timeout(mut self, timeout: Duration) -> Self {
-                    self.config.receive_idle_timeout = Some(timeout);
+                    self.config = self.config.receive_idle_timeout(timeout);
                     self
                 }
             }
@@ -194,19 +194,7 @@ fn server_module(
                 }
             }
 
-            impl<T: #trait_name> Service<http::Request<RequestBody>> for #server<T> {
-                type Response = http::Response<ResponseBody>;
-                type Error = Infallible;
-                type Future = ResponseFuture;
-
-                fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-                    Poll::Ready(Ok(()))
-                }
-
-                fn call(&mut self, request: http::Request<RequestBody>) -> ResponseFuture {
-                    FastService::call(self, request)
-                }
-            }
+            #runtime::codegen::tower_service_of_fast_service!(<T: #trait_name> #server<T>);
         }
     }
 }

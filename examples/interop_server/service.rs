@@ -5,9 +5,9 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use bytes::Bytes;
-use fastgrpc::compression::{CompressionEncoding, MessageCompression, RequestCompressed};
-use fastgrpc::metadata::Trailers;
+use fastgrpc::Trailers;
 use fastgrpc::{BoxStream, Code, FastFuture, Request, Response, RpcFuture, Status, Streaming};
+use fastgrpc::{CompressionEncoding, MessageCompression, RequestCompressed};
 use futures_util::StreamExt;
 use tonic::metadata::MetadataMap;
 

@@ -1,6 +1,3 @@
 #![no_main]
 
-#[path = "../logic.rs"]
-mod logic;
-
-libfuzzer_sys::fuzz_target!(|data: &[u8]| logic::headers(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| fastgrpc::fuzz_logic::headers(data));

@@ -1,6 +1,3 @@
 #![no_main]
 
-#[path = "../logic.rs"]
-mod logic;
-
-libfuzzer_sys::fuzz_target!(|data: &[u8]| logic::streaming_decode(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| fastgrpc::fuzz_logic::streaming_decode(data));

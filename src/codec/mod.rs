@@ -30,19 +30,6 @@ pub const DEFAULT_MAX_RECEIVE_MESSAGE_SIZE: usize = 4 * 1024 * 1024;
 /// message compressed with `encoding` (the request's `grpc-encoding`); a longer message is
 /// refused with `RESOURCE_EXHAUSTED`. The message is decoded straight from
 /// `body`, without copying it first.
-///
-/// ```
-/// use bytes::Bytes;
-/// use fastgrpc::codec;
-///
-/// let frame = codec::encode(&"hi".to_string()).unwrap();
-/// let decoded: String =
-///     codec::decode_unary(frame, codec::DEFAULT_MAX_RECEIVE_MESSAGE_SIZE, None).unwrap();
-/// assert_eq!(decoded, "hi");
-///
-/// let error = codec::decode_unary::<String>(Bytes::from_static(&[0, 0, 0]), 1024, None).unwrap_err();
-/// assert_eq!(error.code(), tonic::Code::Internal);
-/// ```
 pub fn decode_unary<M: Message + Default>(
     mut body: Bytes,
     max_message_size: usize,
@@ -139,7 +126,7 @@ pub(crate) fn decode_message<M: Message + Default>(
 ///
 /// An uncompressed frame is encoded as by [`encode`]. A compressed one is built in buffers of
 /// its own: the compressor's state costs far more than they do.
-pub fn encode_reply<M: Message>(
+pub(crate) fn encode_reply<M: Message>(
     message: &M,
     encoding: Option<CompressionEncoding>,
     max_message_size: usize,
@@ -269,5 +256,25 @@ mod tests {
         let error = decode_err(Bytes::from(body), 1024);
         assert_eq!(error.code(), Code::Internal);
         assert!(error.message().contains("more than one"));
+    }
+}
+
+#[cfg(test)]
+mod examples {
+
+    /// `decode_unary` at work (a unit test rather than a doc example: the item is private).
+    #[test]
+    fn example_decode_unary() {
+        use crate::codec;
+        use bytes::Bytes;
+
+        let frame = codec::encode(&"hi".to_string()).unwrap();
+        let decoded: String =
+            codec::decode_unary(frame, codec::DEFAULT_MAX_RECEIVE_MESSAGE_SIZE, None).unwrap();
+        assert_eq!(decoded, "hi");
+
+        let error =
+            codec::decode_unary::<String>(Bytes::from_static(&[0, 0, 0]), 1024, None).unwrap_err();
+        assert_eq!(error.code(), tonic::Code::Internal);
     }
 }

@@ -38,7 +38,7 @@ impl<T, F> RpcFuture<T> for F where
 }
 
 /// A boxed, sendable future: what [`FastFuture`] falls back to when a step is pending.
-pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
 /// A future of `Result<T, E>` that knows when its value is already available.
 ///

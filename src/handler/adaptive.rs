@@ -27,7 +27,7 @@ use crate::FastFuture;
 /// them, or in a spawned task. Set with a generated server's `run_inline`, or per method with
 /// `fastgrpc_build`'s `spawn_method`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum InlineMode {
+pub(crate) enum InlineMode {
     /// Inline while the method's calls are cheap; spawned while their estimated cost is over
     /// the service's `inline_cost_limit` (the default).
     #[default]

@@ -9,7 +9,8 @@ mod contain;
 mod streaming;
 mod unary;
 
-pub use self::adaptive::{InlineMode, MethodConfig, MethodCosts};
+pub(crate) use self::adaptive::InlineMode;
+pub use self::adaptive::{MethodConfig, MethodCosts};
 pub(crate) use self::contain::{Contained, ContainedStream, Panic, panic_status};
 pub use self::streaming::{client_streaming, server_streaming, streaming};
 pub use self::unary::unary;
@@ -43,32 +44,33 @@ pub fn unimplemented_method(path: &str) -> ResponseFuture {
     ))))
 }
 
-/// Per-service settings every call of a generated server obeys.
+/// Per-service settings every call of a generated server obeys. The generated server's methods
+/// of the same names set them; the fields stay private so that adding one breaks nobody.
 #[derive(Debug, Clone, Copy)]
 pub struct HandlerConfig {
     /// Largest request message accepted, in bytes (after decompression); larger ones get
     /// `RESOURCE_EXHAUSTED`.
-    pub max_receive_message_size: usize,
+    pub(crate) max_receive_message_size: usize,
     /// Largest reply message sent, in bytes (before compression); a larger reply ends the
     /// call with `RESOURCE_EXHAUSTED` instead (default: no limit, as in tonic).
-    pub max_send_message_size: usize,
+    pub(crate) max_send_message_size: usize,
     /// Encodings compressed requests may use; others get `UNIMPLEMENTED`.
-    pub accept_compression: EncodingList,
+    pub(crate) accept_compression: EncodingList,
     /// Encodings replies are compressed with, when the client accepts one (first match wins).
-    pub send_compression: EncodingList,
+    pub(crate) send_compression: EncodingList,
     /// How long a request stream may stay silent before the call fails with
     /// `DEADLINE_EXCEEDED`; `None` (the default) waits as long as the call lasts.
-    pub receive_idle_timeout: Option<Duration>,
+    pub(crate) receive_idle_timeout: Option<Duration>,
     /// Where calls start: inline on the connection's thread while they are cheap (the
     /// default), always inline, or always in a spawned task. See [`InlineMode`].
     ///
     /// Inline is right for handlers that answer quickly or wait on I/O. A handler that computes
     /// for long holds up the other streams of its connection while it runs inline; spawned, it
     /// runs on any worker thread, in parallel with the connection and its other calls.
-    pub inline: InlineMode,
+    pub(crate) inline: InlineMode,
     /// With [`InlineMode::Adaptive`], a method whose calls are estimated to compute for longer
     /// than this in their first poll starts them in spawned tasks (default 25 µs).
-    pub inline_cost_limit: Duration,
+    pub(crate) inline_cost_limit: Duration,
 }
 
 impl Default for HandlerConfig {
@@ -83,6 +85,60 @@ impl Default for HandlerConfig {
             inline: InlineMode::Adaptive,
             inline_cost_limit: adaptive::DEFAULT_INLINE_COST_LIMIT,
         }
+    }
+}
+
+impl HandlerConfig {
+    /// Limits the size of a decoded request message.
+    pub fn max_decoding_message_size(mut self, limit: usize) -> Self {
+        self.max_receive_message_size = limit;
+        self
+    }
+
+    /// Limits the size of an encoded reply message.
+    pub fn max_encoding_message_size(mut self, limit: usize) -> Self {
+        self.max_send_message_size = limit;
+        self
+    }
+
+    /// Accepts requests compressed with `encoding` too.
+    pub fn accept_compressed(mut self, encoding: CompressionEncoding) -> Self {
+        self.accept_compression = self.accept_compression.with(encoding);
+        self
+    }
+
+    /// Refuses compressed requests, gzip included.
+    pub fn refuse_compressed_requests(mut self) -> Self {
+        self.accept_compression = EncodingList::new();
+        self
+    }
+
+    /// Compresses replies with `encoding` when the client accepts it.
+    pub fn send_compressed(mut self, encoding: CompressionEncoding) -> Self {
+        self.send_compression = self.send_compression.with(encoding);
+        self
+    }
+
+    /// Always inline (`true`) or always spawned (`false`), instead of adaptive.
+    pub fn run_inline(mut self, enabled: bool) -> Self {
+        self.inline = if enabled {
+            InlineMode::Always
+        } else {
+            InlineMode::Never
+        };
+        self
+    }
+
+    /// The estimated cost per call above which adaptive inline spawns a method's calls.
+    pub fn inline_cost_limit(mut self, limit: Duration) -> Self {
+        self.inline_cost_limit = limit;
+        self
+    }
+
+    /// How long a request stream may stay silent while the handler waits for a message.
+    pub fn receive_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.receive_idle_timeout = Some(timeout);
+        self
     }
 }
 

@@ -37,6 +37,7 @@ use super::Shared;
 use super::activity::Activity;
 use super::config::{Keepalive, jittered};
 use super::connect_info::ConnectInfo;
+use super::service::FastService;
 use crate::body::{Outgoing, RequestBody, ResponseBody};
 use crate::deadline::{self, Deadline};
 use crate::handler::{Panic, ResponseFuture, clock, panic_status};

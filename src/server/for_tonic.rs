@@ -7,7 +7,7 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use tower_service::Service;
 
-use super::hosted::BoxError;
+use super::from_tower::BoxError;
 use super::service::{FastService, NamedService};
 use crate::FastFuture;
 use crate::body::RequestBody;
@@ -20,8 +20,8 @@ use crate::body::RequestBody;
 ///
 /// ```no_run
 /// # async fn run<S>(greeter: S) -> Result<(), tonic::transport::Error>
-/// # where S: fastgrpc::server::FastService + fastgrpc::server::NamedService + Clone {
-/// use fastgrpc::server::ForTonic;
+/// # where S: fastgrpc::FastService + fastgrpc::NamedService + Clone {
+/// use fastgrpc::ForTonic;
 /// tonic::transport::Server::builder()
 ///     .add_service(ForTonic::new(greeter))
 ///     .serve("127.0.0.1:50051".parse().unwrap())

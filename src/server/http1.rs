@@ -24,6 +24,7 @@ use super::Shared;
 use super::conn::{call_deadline, deadline_exceeded, give_connect_info, panic_response};
 use super::connect_info::ConnectInfo;
 use super::router::is_grpc_content_type;
+use super::service::FastService;
 use crate::body::{RequestBody, ResponseBody};
 use crate::handler::ResponseFuture;
 use crate::status;

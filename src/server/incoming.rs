@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::connect_info::{ConnectInfo, Connected};
-use super::hosted::BoxError;
+use super::from_tower::BoxError;
 use super::sniff::{Protocol, sniff};
 use super::{Shared, conn, http1};
 

@@ -6,14 +6,11 @@
 //! any `Fn(Request<()>) -> Result<Request<()>, Status>`; [`async_interceptor`] makes one from an
 //! async function. An interceptor that answers at once keeps the call on the inline path.
 
-use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use tonic::metadata::MetadataMap;
 use tonic::{Request, Status};
-use tower_service::Service;
 
 use super::service::{FastService, NamedService};
 use crate::FastFuture;
@@ -47,7 +44,7 @@ pub struct AsyncInterceptor<F> {
 /// Its future is polled once at once: if it completes then, the call stays inline.
 ///
 /// ```
-/// use fastgrpc::server::async_interceptor;
+/// use fastgrpc::async_interceptor;
 /// use fastgrpc::{Request, Status};
 ///
 /// let auth = async_interceptor(|request: Request<()>| async move {
@@ -111,7 +108,7 @@ impl CalledMethod {
 /// `XServer::with_interceptor`, as tonic's do; [`Intercepted::new`] wraps any service.
 ///
 /// ```
-/// use fastgrpc::server::CalledMethod;
+/// use fastgrpc::CalledMethod;
 /// use fastgrpc::{Request, Status};
 ///
 /// fn read_only(request: Request<()>) -> Result<Request<()>, Status> {
@@ -122,8 +119,8 @@ impl CalledMethod {
 ///         Err(Status::permission_denied("read-only replica"))
 ///     }
 /// }
-/// # fn wrap<S: fastgrpc::server::FastService>(service: S) -> fastgrpc::server::Intercepted<S, fn(Request<()>) -> Result<Request<()>, Status>> {
-/// fastgrpc::server::Intercepted::new(service, read_only)
+/// # fn wrap<S: fastgrpc::FastService>(service: S) -> fastgrpc::Intercepted<S, fn(Request<()>) -> Result<Request<()>, Status>> {
+/// fastgrpc::Intercepted::new(service, read_only)
 /// # }
 /// ```
 #[derive(Debug)]
@@ -193,16 +190,4 @@ impl<S: FastService, I: Interceptor> FastService for Intercepted<S, I> {
     }
 }
 
-impl<S: FastService, I: Interceptor> Service<http::Request<RequestBody>> for Intercepted<S, I> {
-    type Response = http::Response<crate::body::ResponseBody>;
-    type Error = Infallible;
-    type Future = ResponseFuture;
-
-    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, request: http::Request<RequestBody>) -> ResponseFuture {
-        FastService::call(self, request)
-    }
-}
+crate::tower_service_of_fast_service!(<S: FastService, I: Interceptor> Intercepted<S, I>);

@@ -1,7 +1,7 @@
 //! The server: a builder of hosted services, the accept loop, and graceful shutdown.
 //!
 //! ```no_run
-//! # async fn run(greeter: impl fastgrpc::server::FastService + fastgrpc::server::NamedService) -> std::io::Result<()> {
+//! # async fn run(greeter: impl fastgrpc::FastService + fastgrpc::NamedService) -> std::io::Result<()> {
 //! let addr = "127.0.0.1:50051".parse().unwrap();
 //! fastgrpc::Server::builder()
 //!     .add_service(greeter)
@@ -14,14 +14,13 @@ mod activity;
 mod config;
 mod conn;
 mod connect_info;
+mod dispatch;
 mod for_tonic;
-mod hosted;
+mod from_tower;
 mod http1;
 mod incoming;
 mod intercept;
-mod layers;
 mod router;
-mod routes;
 mod service;
 mod sniff;
 #[cfg(feature = "tls")]
@@ -29,13 +28,12 @@ mod tls;
 
 pub use self::activity::ServerStats;
 pub use self::connect_info::{Address, ConnectInfo, Connected};
+pub use self::dispatch::Dispatcher;
 pub use self::for_tonic::ForTonic;
-pub use self::hosted::{BoxError, TowerService};
+pub use self::from_tower::{BoxError, TowerService};
 pub use self::intercept::{
     AsyncInterceptor, CalledMethod, Intercepted, Interceptor, async_interceptor,
 };
-pub use self::layers::HttpService;
-pub use self::routes::Routes;
 pub use self::service::{FastService, NamedService};
 #[cfg(feature = "tls")]
 pub use self::tls::{TlsConfig, TlsError};
@@ -53,9 +51,9 @@ use tokio::net::TcpListener;
 use tower_layer::Layer;
 
 use self::config::{ConnectionConfig, Keepalive};
-use self::hosted::Hosted;
-use self::layers::{Dispatch, Layers};
-use self::router::Router;
+use self::dispatch::{Boxed, Layers};
+use self::from_tower::FromTower;
+use self::router::GrpcRouter;
 
 /// Entry point: `Server::builder()` starts configuring a server.
 #[derive(Debug, Clone, Copy)]
@@ -71,7 +69,7 @@ impl Server {
 /// Configures the services, HTTP/2 settings and limits of a server, then serves.
 #[derive(Debug, Default)]
 pub struct Builder {
-    router: Router,
+    router: GrpcRouter,
     /// Layers around the whole router, outermost first.
     layers: Layers,
     connection: ConnectionConfig,
@@ -88,7 +86,7 @@ pub struct Builder {
 #[derive(Debug)]
 struct Shared {
     /// The router, behind the server-wide layers if there are any.
-    service: Dispatch,
+    service: Dispatcher,
     connection: ConnectionConfig,
     /// Deadline of calls whose client sets none (or a later one).
     default_timeout: Option<Duration>,
@@ -156,7 +154,7 @@ impl Builder {
         L: Layer<S, Service: TowerService>,
     {
         self.router
-            .add(S::NAME, Box::new(Hosted::new(layer.layer(service))));
+            .add(S::NAME, Box::new(FromTower::new(layer.layer(service))));
         self
     }
 
@@ -166,7 +164,7 @@ impl Builder {
     /// directly and cost nothing extra; with some, each call costs a boxed future.
     pub fn layer<L>(mut self, layer: L) -> Self
     where
-        L: Layer<layers::HttpService, Service: TowerService> + Send + 'static,
+        L: Layer<Boxed, Service: TowerService> + Send + 'static,
     {
         self.layers.push(layer);
         self
@@ -305,9 +303,10 @@ impl Builder {
         self
     }
 
-    /// The hosted services, layers and routing as one in-process service (see [`Routes`]).
-    pub fn into_routes(self) -> Routes {
-        Routes::new(self.layers.wrap(self.router))
+    /// The hosted services, layers and routing as one service, for calls in-process (see
+    /// [`Dispatcher`]).
+    pub fn into_dispatcher(self) -> Dispatcher {
+        self.layers.wrap(self.router)
     }
 
     /// Puts a [`ConnectInfo`] (the peer's and the server's addresses, and over TLS the
@@ -372,7 +371,7 @@ impl Builder {
     /// removed when serving ends; binding fails if `path` already exists.
     ///
     /// ```no_run
-    /// # async fn run(greeter: impl fastgrpc::server::FastService + fastgrpc::server::NamedService) -> std::io::Result<()> {
+    /// # async fn run(greeter: impl fastgrpc::FastService + fastgrpc::NamedService) -> std::io::Result<()> {
     /// fastgrpc::Server::builder()
     ///     .add_service(greeter)
     ///     .serve_with_uds("/run/greeter.sock", async { tokio::signal::ctrl_c().await.ok(); })
@@ -433,7 +432,7 @@ impl Builder {
     /// [`connect_info`](Self::connect_info).
     ///
     /// ```no_run
-    /// # async fn run(greeter: impl fastgrpc::server::FastService + fastgrpc::server::NamedService) -> std::io::Result<()> {
+    /// # async fn run(greeter: impl fastgrpc::FastService + fastgrpc::NamedService) -> std::io::Result<()> {
     /// let listener = tokio::net::TcpListener::bind("127.0.0.1:50051").await?;
     /// // Connections accepted elsewhere, sent here over a channel.
     /// let (connections, incoming) = tokio::sync::mpsc::channel::<tokio::net::TcpStream>(16);

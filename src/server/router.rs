@@ -1,4 +1,5 @@
-//! Routing a request to the service its `:path` names, checking it is a gRPC request first.
+//! [`GrpcRouter`]: routing a request to the service its `:path` names, checking it is a gRPC
+//! (or gRPC-Web) request first.
 
 use std::fmt;
 
@@ -14,14 +15,14 @@ use http::HeaderMap;
 
 /// The services a server hosts, looked up by fully-qualified name (`package.Service`).
 #[derive(Default)]
-pub(crate) struct Router {
+pub(crate) struct GrpcRouter {
     /// Few services per server: a linear scan over names beats hashing the path.
     routes: Vec<(&'static str, Box<dyn FastService>)>,
     /// Who may call gRPC-Web methods from pages of other origins.
     cors: Cors,
 }
 
-impl Router {
+impl GrpcRouter {
     /// Adds `service` under `name`; a later service with the same name replaces the earlier.
     pub(crate) fn add(&mut self, name: &'static str, service: Box<dyn FastService>) {
         match self
@@ -95,7 +96,7 @@ impl Router {
     }
 }
 
-impl fmt::Debug for Router {
+impl fmt::Debug for GrpcRouter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_list()
             .entries(self.routes.iter().map(|(name, _)| name))

@@ -15,3 +15,43 @@ pub trait FastService: Send + Sync + 'static {
     /// Serves one call. `request`'s path is `/package.Service/Method`.
     fn call(&self, request: http::Request<RequestBody>) -> ResponseFuture;
 }
+
+/// Implements tower's `Service` for a [`FastService`] by calling [`FastService::call`]: always
+/// ready, never failing. Written once here for the dispatcher, interceptors and every generated
+/// server (through `codegen`), so a [`FastService`] can also go wherever tower services go.
+///
+/// `tower_service_of_fast_service!(Type)`, or with generic parameters and their bounds,
+/// `tower_service_of_fast_service!(<S: Bound, I: Bound> Type<S, I>)`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! tower_service_of_fast_service {
+    (@impl [$($generics:tt)*] $ty:ty) => {
+        impl<$($generics)*>
+            $crate::codegen::Service<$crate::codegen::http::Request<$crate::RequestBody>> for $ty
+        {
+            type Response = $crate::codegen::http::Response<$crate::ResponseBody>;
+            type Error = ::core::convert::Infallible;
+            type Future = $crate::ResponseFuture;
+
+            fn poll_ready(
+                &mut self,
+                _cx: &mut ::core::task::Context<'_>,
+            ) -> ::core::task::Poll<::core::result::Result<(), Self::Error>> {
+                ::core::task::Poll::Ready(Ok(()))
+            }
+
+            fn call(
+                &mut self,
+                request: $crate::codegen::http::Request<$crate::RequestBody>,
+            ) -> Self::Future {
+                $crate::FastService::call(self, request)
+            }
+        }
+    };
+    (<$($param:ident: $bound:path),+> $ty:ty) => {
+        $crate::tower_service_of_fast_service!(@impl [$($param: $bound),+] $ty);
+    };
+    ($ty:ty) => {
+        $crate::tower_service_of_fast_service!(@impl [] $ty);
+    };
+}

@@ -23,9 +23,9 @@ const ALPN_H2: &[u8] = b"h2";
 /// anything this does not cover, build a `rustls::ServerConfig` yourself.
 ///
 /// ```no_run
-/// # async fn run(greeter: impl fastgrpc::server::FastService + fastgrpc::server::NamedService)
+/// # async fn run(greeter: impl fastgrpc::FastService + fastgrpc::NamedService)
 /// #     -> Result<(), Box<dyn std::error::Error>> {
-/// use fastgrpc::server::TlsConfig;
+/// use fastgrpc::TlsConfig;
 ///
 /// let tls = TlsConfig::from_pem(std::fs::read("server.pem")?, std::fs::read("server.key")?)?
 ///     // Only clients with a certificate signed by this CA may connect (mutual TLS).

@@ -23,7 +23,7 @@ pub struct TestServer {
 }
 
 impl TestServer {
-    pub async fn start(builder: fastgrpc::server::Builder) -> TestServer {
+    pub async fn start(builder: fastgrpc::Builder) -> TestServer {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind loopback");
@@ -195,18 +195,18 @@ pub fn frame(message: &[u8]) -> Bytes {
     buf.freeze()
 }
 
-/// A greeter that records the [`fastgrpc::server::ConnectInfo`] each call finds in its
+/// A greeter that records the [`fastgrpc::ConnectInfo`] each call finds in its
 /// extensions (`None` where there is none) and answers `Hello {name}`.
 #[derive(Clone, Default)]
 pub struct RecordingGreeter {
-    pub seen: std::sync::Arc<std::sync::Mutex<Vec<Option<fastgrpc::server::ConnectInfo>>>>,
+    pub seen: std::sync::Arc<std::sync::Mutex<Vec<Option<fastgrpc::ConnectInfo>>>>,
     /// What tonic's `Request::remote_addr()` answered in each call.
     pub tonic_remote: std::sync::Arc<std::sync::Mutex<Vec<Option<SocketAddr>>>>,
 }
 
 impl RecordingGreeter {
     /// Every connection information recorded so far.
-    pub fn seen(&self) -> Vec<Option<fastgrpc::server::ConnectInfo>> {
+    pub fn seen(&self) -> Vec<Option<fastgrpc::ConnectInfo>> {
         self.seen.lock().unwrap().clone()
     }
 }
@@ -216,7 +216,7 @@ impl pb::helloworld::greeter_server::Greeter for RecordingGreeter {
         &self,
         request: fastgrpc::Request<pb::helloworld::HelloRequest>,
     ) -> impl fastgrpc::RpcFuture<pb::helloworld::HelloReply> {
-        let info = fastgrpc::server::ConnectInfo::of(&request).cloned();
+        let info = fastgrpc::ConnectInfo::of(&request).cloned();
         self.seen.lock().unwrap().push(info);
         self.tonic_remote
             .lock()
@@ -336,4 +336,46 @@ pub mod web {
         }
         decoded
     }
+}
+
+/// `message` compressed with `encoding` (gzip or deflate, as flate2 writes them, independently
+/// of the server's own code) in one gRPC frame with the compressed flag set.
+pub fn compressed_frame(encoding: fastgrpc::CompressionEncoding, message: &[u8]) -> Bytes {
+    use std::io::Write;
+    let level = flate2::Compression::default();
+    let payload = match encoding {
+        fastgrpc::CompressionEncoding::Gzip => {
+            let mut encoder = flate2::write::GzEncoder::new(Vec::new(), level);
+            encoder.write_all(message).unwrap();
+            encoder.finish().unwrap()
+        }
+        fastgrpc::CompressionEncoding::Deflate => {
+            let mut encoder = flate2::write::ZlibEncoder::new(Vec::new(), level);
+            encoder.write_all(message).unwrap();
+            encoder.finish().unwrap()
+        }
+        other => panic!("the tests compress with gzip or deflate, not {other:?}"),
+    };
+    let mut frame = BytesMut::with_capacity(5 + payload.len());
+    frame.extend_from_slice(&[1]);
+    frame.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+    frame.extend_from_slice(&payload);
+    frame.freeze()
+}
+
+/// The message in a compressed frame's `payload`, decompressed with flate2.
+pub fn decompressed(encoding: fastgrpc::CompressionEncoding, payload: &[u8]) -> Vec<u8> {
+    use std::io::Read;
+    let mut message = Vec::new();
+    match encoding {
+        fastgrpc::CompressionEncoding::Gzip => {
+            flate2::read::GzDecoder::new(payload).read_to_end(&mut message)
+        }
+        fastgrpc::CompressionEncoding::Deflate => {
+            flate2::read::ZlibDecoder::new(payload).read_to_end(&mut message)
+        }
+        other => panic!("the tests decompress gzip or deflate, not {other:?}"),
+    }
+    .unwrap();
+    message
 }

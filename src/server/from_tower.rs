@@ -1,7 +1,7 @@
-//! Hosting tower services: tonic-generated servers, tonic-health, tonic-reflection, layered
-//! stacks. Each is driven the tower way (`poll_ready`, then `call`, on a clone of the service)
-//! behind the [`FastService`] interface, so such a call that completes at once is still answered
-//! inline.
+//! Hosting tower services ([`TowerService`]: tonic-generated servers, tonic-health,
+//! tonic-reflection, layered stacks) through [`FromTower`]. Each is driven the tower way
+//! (`poll_ready`, then `call`, on a clone of the service) behind the [`FastService`] interface,
+//! so such a call that completes at once is still answered inline.
 
 use std::convert::Infallible;
 use std::sync::Mutex;
@@ -52,23 +52,24 @@ where
     }
 }
 
-/// A tower service served as a [`FastService`].
-pub(crate) struct Hosted<S> {
+/// A tower service served as a [`FastService`]: the way tower services are hosted, the
+/// opposite of [`ForTonic`](super::ForTonic).
+pub(crate) struct FromTower<S> {
     /// The service every call clones. tower services need `&mut self` and are often not
     /// `Sync` (tower's concurrency limit is not), so the original sits behind a lock that is
     /// held only to clone it.
     service: Mutex<S>,
 }
 
-impl<S> Hosted<S> {
+impl<S> FromTower<S> {
     pub(crate) fn new(service: S) -> Self {
-        Hosted {
+        FromTower {
             service: Mutex::new(service),
         }
     }
 }
 
-impl<S: TowerService> FastService for Hosted<S> {
+impl<S: TowerService> FastService for FromTower<S> {
     fn call(&self, request: http::Request<RequestBody>) -> ResponseFuture {
         // A panic while the lock was held (in a user's `clone`) leaves the service intact.
         let service = self
