@@ -604,7 +604,7 @@ impl fastgrpc::server::NamedService for Echo {
 
 impl fastgrpc::server::FastService for Echo {
     fn call(&self, request: http::Request<RequestBody>) -> fastgrpc::handler::ResponseFuture {
-        let mut response = fastgrpc::status::response(&Status::ok(""));
+        let mut response = fastgrpc::response::status(&Status::ok(""));
         let path = HeaderValue::from_str(request.uri().path()).expect("a path is a valid value");
         response.headers_mut().insert("x-routed-to", path);
         fastgrpc::FastFuture::ok(response)

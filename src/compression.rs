@@ -28,8 +28,6 @@ use http::header::{HeaderMap, HeaderName, HeaderValue};
 use tonic::Status;
 use tonic::metadata::MetadataValue;
 
-use crate::codec::FRAME_HEADER_LEN;
-
 /// The request header naming the encoding of the request's compressed messages.
 pub(crate) const GRPC_ENCODING: HeaderName = HeaderName::from_static("grpc-encoding");
 
@@ -433,7 +431,7 @@ fn read_bounded<R: Read>(decoder: R, max_len: usize, output: &mut Vec<u8>) -> io
 
 /// Compresses `data` with `encoding`, appending the result to `out`.
 ///
-/// The encoders write straight into `out` (through [`BufMut::writer`]), so [`encode_frame`]
+/// The encoders write straight into `out` (through [`BufMut::writer`]), so `codec::encode_frame`
 /// can put a frame header in front and patch its length afterwards without copying. Levels are
 /// the libraries' defaults: 6 for gzip and deflate, 3 for zstd.
 pub(crate) fn compress(
@@ -461,39 +459,6 @@ pub(crate) fn compress(
         }
     };
     written.map_err(|error| Status::internal(format!("failed to compress a message: {error}")))
-}
-
-/// Appends one compressed gRPC frame to `out`: flag `1`, the 4-byte big-endian length of the
-/// compressed message, and the message compressed with `encoding`.
-///
-/// `message` is the encoded (protobuf) message. It is compressed straight into `out` after a
-/// placeholder header whose length is filled in afterwards, so the compressed bytes are
-/// written once and never copied. The caller still encodes the message into a buffer of its
-/// own first (the compressors need its bytes); that buffer can be reused across messages.
-///
-/// A compressed message longer than `u32::MAX` bytes cannot be framed: `RESOURCE_EXHAUSTED`,
-/// with `out` left as it was.
-pub(crate) fn encode_frame(
-    encoding: CompressionEncoding,
-    message: &[u8],
-    out: &mut BytesMut,
-) -> Result<(), Status> {
-    let start = out.len();
-    out.put_u8(1);
-    out.put_u32(0);
-    if let Err(status) = compress(encoding, message, out) {
-        out.truncate(start);
-        return Err(status);
-    }
-    let len = out.len() - start - FRAME_HEADER_LEN;
-    let Ok(declared) = u32::try_from(len) else {
-        out.truncate(start);
-        return Err(Status::resource_exhausted(format!(
-            "compressed response message of {len} bytes does not fit a gRPC frame"
-        )));
-    };
-    out[start + 1..start + FRAME_HEADER_LEN].copy_from_slice(&declared.to_be_bytes());
-    Ok(())
 }
 
 #[cfg(test)]
@@ -734,20 +699,6 @@ mod tests {
     }
 
     #[test]
-    fn frames_have_the_compressed_flag_and_length() {
-        let data = sample(3_000);
-        for &encoding in CompressionEncoding::ALL {
-            let mut out = BytesMut::from(&b"earlier frame"[..]);
-            encode_frame(encoding, &data, &mut out).unwrap();
-            let frame = &out[13..];
-            assert_eq!(frame[0], 1);
-            let len = u32::from_be_bytes(frame[1..5].try_into().unwrap()) as usize;
-            assert_eq!(len, frame.len() - FRAME_HEADER_LEN);
-            assert_eq!(decompress(encoding, &frame[5..], data.len()).unwrap(), data);
-        }
-    }
-
-    #[test]
     fn names_and_parsing() {
         for &encoding in CompressionEncoding::ALL {
             assert_eq!(
@@ -828,7 +779,7 @@ mod tests {
         );
 
         // The header reaches the client: it is in the trailers-only response.
-        let response = crate::status::response(&status);
+        let response = crate::response::status(&status);
         assert_eq!(response.headers()["grpc-accept-encoding"], "identity");
         assert_eq!(response.headers()["grpc-status"], "12");
     }
@@ -1033,22 +984,5 @@ mod examples {
         assert_eq!(&out[..6], b"prefix");
         let round_trip = decompress(CompressionEncoding::Deflate, &out[6..], 1024).unwrap();
         assert_eq!(round_trip, &b"hello hello hello hello"[..]);
-    }
-
-    /// `encode_frame` at work (a unit test rather than a doc example: the item is private).
-    #[test]
-    fn example_encode_frame() {
-        use crate::compression::{CompressionEncoding, decompress, encode_frame};
-        use bytes::BytesMut;
-
-        let mut frame = BytesMut::new();
-        encode_frame(CompressionEncoding::Gzip, &[1; 100], &mut frame).unwrap();
-        assert_eq!(frame[0], 1);
-        let len = u32::from_be_bytes(frame[1..5].try_into().unwrap()) as usize;
-        assert_eq!(len, frame.len() - 5);
-        assert_eq!(
-            decompress(CompressionEncoding::Gzip, &frame[5..], 100).unwrap(),
-            &[1; 100][..]
-        );
     }
 }

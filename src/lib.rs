@@ -11,6 +11,7 @@ mod deadline;
 mod future;
 mod handler;
 mod metadata;
+mod response;
 mod server;
 mod status;
 mod stream;

@@ -8,8 +8,6 @@
 use http::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use tonic::Status;
 
-use crate::body::ResponseBody;
-
 /// `content-type` of every gRPC response fastgrpc sends.
 pub(crate) const GRPC_CONTENT_TYPE: HeaderValue = HeaderValue::from_static("application/grpc");
 
@@ -32,16 +30,14 @@ const RESERVED_HEADERS: [HeaderName; 11] = [
     HeaderName::from_static("proxy-connection"),
 ];
 
-/// A trailers-only response carrying `status`.
-pub(crate) fn response(status: &Status) -> http::Response<ResponseBody> {
+/// The headers of a trailers-only answer carrying `status`: the content-type and the status.
+pub(crate) fn trailers_only_headers(status: &Status) -> HeaderMap {
     // `HeaderMap::new()` allocates on first insert with room for all of these; small
     // `with_capacity` maps grow (and allocate again) on their first inserts.
     let mut headers = HeaderMap::new();
     headers.insert(CONTENT_TYPE, GRPC_CONTENT_TYPE);
     add_status(status, &mut headers);
-    let mut response = http::Response::new(ResponseBody::empty());
-    *response.headers_mut() = headers;
-    response
+    headers
 }
 
 /// The response headers of a successful call, from the handler's initial metadata.
@@ -116,40 +112,17 @@ pub(crate) fn ok_trailers(metadata: HeaderMap) -> HeaderMap {
     trailers
 }
 
-/// The answer to a request whose `content-type` is not gRPC: HTTP 415, as the spec asks.
-pub(crate) fn unsupported_media_type() -> http::Response<ResponseBody> {
-    plain_http(http::StatusCode::UNSUPPORTED_MEDIA_TYPE)
-}
-
-/// The answer to a gRPC request over HTTP/1.1, which gRPC cannot use (its status travels in
-/// trailers): HTTP 505.
-pub(crate) fn http_version_not_supported() -> http::Response<ResponseBody> {
-    plain_http(http::StatusCode::HTTP_VERSION_NOT_SUPPORTED)
-}
-
-/// The answer to a request that is not a POST: HTTP 405.
-pub(crate) fn method_not_allowed() -> http::Response<ResponseBody> {
-    plain_http(http::StatusCode::METHOD_NOT_ALLOWED)
-}
-
-fn plain_http(code: http::StatusCode) -> http::Response<ResponseBody> {
-    let mut response = http::Response::new(ResponseBody::empty());
-    *response.status_mut() = code;
-    response
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use tonic::Code;
 
     #[test]
-    fn trailers_only_response_round_trips_message() {
+    fn trailers_only_headers_round_trip_the_message() {
         let message = "\t\ntest with whitespace\r\nand Unicode BMP ☺ and non-BMP 😈\t\n";
-        let response = response(&Status::unknown(message));
-        assert_eq!(response.status(), http::StatusCode::OK);
-        assert_eq!(response.headers()[CONTENT_TYPE], "application/grpc");
-        let parsed = Status::from_header_map(response.headers()).expect("grpc-status present");
+        let headers = trailers_only_headers(&Status::unknown(message));
+        assert_eq!(headers[CONTENT_TYPE], "application/grpc");
+        let parsed = Status::from_header_map(&headers).expect("grpc-status present");
         assert_eq!(parsed.code(), Code::Unknown);
         assert_eq!(parsed.message(), message);
     }
@@ -161,8 +134,7 @@ mod tests {
         metadata.insert("content-type", "text/html".parse().unwrap());
         metadata.insert("x-upstream", "kept".parse().unwrap());
         let status = Status::with_metadata(Code::Unavailable, "upstream down", metadata);
-        let response = response(&status);
-        let headers = response.headers();
+        let headers = trailers_only_headers(&status);
         assert!(headers.get("connection").is_none(), "{headers:?}");
         assert_eq!(headers[CONTENT_TYPE], "application/grpc");
         assert_eq!(headers["x-upstream"], "kept");
@@ -184,17 +156,5 @@ mod tests {
         assert!(headers.get("connection").is_none());
         assert_eq!(headers[CONTENT_TYPE], "application/grpc");
         assert_eq!(headers["x-user"], "kept");
-    }
-}
-
-#[cfg(test)]
-mod examples {
-
-    /// `response` at work (a unit test rather than a doc example: the item is private).
-    #[test]
-    fn example_response() {
-        let response = crate::status::response(&tonic::Status::not_found("no such user"));
-        assert_eq!(response.headers()["grpc-status"], "5");
-        assert_eq!(response.headers()["grpc-message"], "no%20such%20user");
     }
 }

@@ -143,8 +143,41 @@ pub(crate) fn encode_reply<M: Message>(
     let mut plain = Vec::with_capacity(len);
     message.encode_raw(&mut plain);
     let mut frame = BytesMut::with_capacity(FRAME_HEADER_LEN + len / 2 + 64);
-    compression::encode_frame(encoding, &plain, &mut frame)?;
+    encode_frame(encoding, &plain, &mut frame)?;
     Ok(frame.freeze())
+}
+
+/// Appends one compressed gRPC frame to `out`: flag `1`, the 4-byte big-endian length of the
+/// compressed message, and the message compressed with `encoding`.
+///
+/// `message` is the encoded (protobuf) message. It is compressed straight into `out` after a
+/// placeholder header whose length is filled in afterwards, so the compressed bytes are
+/// written once and never copied. The caller still encodes the message into a buffer of its
+/// own first (the compressors need its bytes); that buffer can be reused across messages.
+///
+/// A compressed message longer than `u32::MAX` bytes cannot be framed: `RESOURCE_EXHAUSTED`,
+/// with `out` left as it was.
+fn encode_frame(
+    encoding: CompressionEncoding,
+    message: &[u8],
+    out: &mut BytesMut,
+) -> Result<(), Status> {
+    let start = out.len();
+    out.put_u8(1);
+    out.put_u32(0);
+    if let Err(status) = compression::compress(encoding, message, out) {
+        out.truncate(start);
+        return Err(status);
+    }
+    let len = out.len() - start - FRAME_HEADER_LEN;
+    let Ok(declared) = u32::try_from(len) else {
+        out.truncate(start);
+        return Err(Status::resource_exhausted(format!(
+            "compressed response message of {len} bytes does not fit a gRPC frame"
+        )));
+    };
+    out[start + 1..start + FRAME_HEADER_LEN].copy_from_slice(&declared.to_be_bytes());
+    Ok(())
 }
 
 /// Encodes `message` as one uncompressed frame.
@@ -174,6 +207,23 @@ fn encode_plain<M: Message>(message: &M, len: usize) -> Result<Bytes, Status> {
 mod tests {
     use super::*;
     use tonic::Code;
+
+    #[test]
+    fn compressed_frames_have_the_flag_and_length() {
+        let data: Vec<u8> = (0..3_000u32)
+            .map(|i| (i % 251) as u8 ^ (i / 7) as u8)
+            .collect();
+        for &encoding in CompressionEncoding::ALL {
+            let mut out = BytesMut::from(&b"earlier frame"[..]);
+            encode_frame(encoding, &data, &mut out).unwrap();
+            let frame = &out[13..];
+            assert_eq!(frame[0], 1);
+            let len = u32::from_be_bytes(frame[1..5].try_into().unwrap()) as usize;
+            assert_eq!(len, frame.len() - FRAME_HEADER_LEN);
+            let plain = compression::decompress(encoding, &frame[5..], data.len()).unwrap();
+            assert_eq!(plain, data);
+        }
+    }
 
     fn frame(flag: u8, declared: u32, payload: &[u8]) -> Bytes {
         let mut buf = vec![flag];

@@ -38,7 +38,7 @@ pub type ResponseFuture = FastFuture<http::Response<ResponseBody>, Infallible>;
 
 /// The answer to a method the service does not have: trailers-only `UNIMPLEMENTED`.
 pub fn unimplemented_method(path: &str) -> ResponseFuture {
-    FastFuture::ok(status::response(&Status::unimplemented(format!(
+    FastFuture::ok(crate::response::status(&Status::unimplemented(format!(
         "method not found: {}",
         status::excerpt(path)
     ))))
@@ -216,7 +216,7 @@ fn respond(
 ) -> ResponseFuture {
     let accepted = config.accept_compression;
     let failed = move |status: Status| {
-        let mut response = status::response(&status);
+        let mut response = crate::response::status(&status);
         if let Some(value) = accepted.accept_header() {
             response
                 .headers_mut()

@@ -260,7 +260,7 @@ impl Driver {
                             deadline,
                         }),
                         Err(status) => {
-                            let response = status::response(&status);
+                            let response = crate::response::status(&status);
                             send_inline(response, respond, None, &self.activity, cx);
                         }
                     }
@@ -295,7 +295,7 @@ fn serve_stream(
         return;
     }
     if expired(deadline) {
-        let response = status::response(&deadline_exceeded());
+        let response = crate::response::status(&deadline_exceeded());
         return send_inline(response, respond, None, activity, cx);
     }
     let (mut parts, recv) = request.into_parts();
@@ -308,7 +308,7 @@ fn serve_stream(
     match response.into_ready() {
         Ok(Ok(mut response)) => {
             if expired(deadline) {
-                response = status::response(&deadline_exceeded());
+                response = crate::response::status(&deadline_exceeded());
             }
             send_inline(response, respond, deadline, activity, cx)
         }
@@ -379,7 +379,7 @@ async fn finish_pending(
     deadline: Option<Deadline>,
 ) {
     let response = if expired(deadline) {
-        Ok(Ok(status::response(&deadline_exceeded())))
+        Ok(Ok(crate::response::status(&deadline_exceeded())))
     } else {
         let mut response = pin!(AssertUnwindSafe(response).catch_unwind());
         let reset = poll_fn(|cx| respond.poll_reset(cx));
@@ -391,11 +391,11 @@ async fn finish_pending(
                 tracing::debug!(?reason, "client reset the stream; dropping its call");
                 return;
             }
-            () = deadline_passes(deadline) => Ok(Ok(status::response(&deadline_exceeded()))),
+            () = deadline_passes(deadline) => Ok(Ok(crate::response::status(&deadline_exceeded()))),
         }
     };
     let (response, deadline) = match response {
-        Ok(Ok(_)) if expired(deadline) => (status::response(&deadline_exceeded()), None),
+        Ok(Ok(_)) if expired(deadline) => (crate::response::status(&deadline_exceeded()), None),
         Ok(Ok(response)) => (response, deadline),
         Ok(Err(never)) => match never {},
         Err(panic) => (panic_response(panic), None),
@@ -626,5 +626,5 @@ fn log_send_error(result: Result<(), h2::Error>) {
 
 /// A handler panicked: the call ends with `INTERNAL`; the connection and its other calls live on.
 pub(super) fn panic_response(panic: Panic) -> http::Response<ResponseBody> {
-    status::response(&panic_status(panic))
+    crate::response::status(&panic_status(panic))
 }

@@ -15,7 +15,6 @@ use super::service::FastService;
 use crate::FastFuture;
 use crate::body::{RequestBody, ResponseBody};
 use crate::handler::{Contained, ResponseFuture};
-use crate::status;
 
 /// Errors of tower services and bodies, as tower passes them around.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -89,7 +88,7 @@ impl<S: TowerService> FastService for FromTower<S> {
             Ok::<_, Infallible>(
                 called
                     .await
-                    .unwrap_or_else(|status| status::response(&status)),
+                    .unwrap_or_else(|status| crate::response::status(&status)),
             )
         })
     }

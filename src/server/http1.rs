@@ -27,7 +27,6 @@ use super::router::is_grpc_content_type;
 use super::service::FastService;
 use crate::body::{RequestBody, ResponseBody};
 use crate::handler::ResponseFuture;
-use crate::status;
 
 /// Serves `io` over HTTP/1.1 until the peer closes it, or, once `shutdown` fires, until the
 /// request in progress (if any) is answered or the drain grace runs out.
@@ -83,7 +82,7 @@ impl Future for Answer {
             return Poll::Ready(response);
         }
         match this.deadline.as_pin_mut().map(|deadline| deadline.poll(cx)) {
-            Some(Poll::Ready(())) => Poll::Ready(Ok(status::response(&deadline_exceeded()))),
+            Some(Poll::Ready(())) => Poll::Ready(Ok(crate::response::status(&deadline_exceeded()))),
             _ => Poll::Pending,
         }
     }
@@ -100,11 +99,11 @@ fn answer(
     };
     // The router's own test, so both transports agree on what gRPC is.
     if is_grpc_content_type(request.headers().get(http::header::CONTENT_TYPE)) {
-        return ready(status::http_version_not_supported());
+        return ready(crate::response::http_version_not_supported());
     }
     let deadline = match call_deadline(&mut request, shared.default_timeout) {
         Ok(deadline) => deadline,
-        Err(status) => return ready(status::response(&status)),
+        Err(status) => return ready(crate::response::status(&status)),
     };
     let (mut parts, body) = request.into_parts();
     if let Some(info) = connect_info {

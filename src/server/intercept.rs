@@ -16,7 +16,6 @@ use super::service::{FastService, NamedService};
 use crate::FastFuture;
 use crate::body::RequestBody;
 use crate::handler::ResponseFuture;
-use crate::status;
 
 /// Runs before a service sees a call; may change the request's metadata and extensions, or
 /// end the call with a status.
@@ -176,13 +175,13 @@ impl<S: FastService, I: Interceptor> FastService for Intercepted<S, I> {
         };
         match self.interceptor.intercept(head).into_ready() {
             Ok(Ok(head)) => self.service.call(resume(head)),
-            Ok(Err(status)) => FastFuture::ok(status::response(&status)),
+            Ok(Err(status)) => FastFuture::ok(crate::response::status(&status)),
             Err(pending) => {
                 let service = Arc::clone(&self.service);
                 FastFuture::boxed(async move {
                     match pending.await {
                         Ok(head) => service.call(resume(head)).await,
-                        Err(status) => Ok(status::response(&status)),
+                        Err(status) => Ok(crate::response::status(&status)),
                     }
                 })
             }

@@ -46,7 +46,7 @@ impl GrpcRouter {
                 && headers.contains_key(http::header::ACCESS_CONTROL_REQUEST_METHOD);
             return FastFuture::ok(match web::origin(headers).filter(|_| preflight) {
                 Some(origin) => self.cors.preflight(origin, headers),
-                None => status::method_not_allowed(),
+                None => crate::response::method_not_allowed(),
             });
         }
         let content_type = headers.get(http::header::CONTENT_TYPE);
@@ -54,7 +54,7 @@ impl GrpcRouter {
             return self.serve(request);
         }
         let Some(web) = content_type.and_then(|value| Web::of(value.as_bytes())) else {
-            return FastFuture::ok(status::unsupported_media_type());
+            return FastFuture::ok(crate::response::unsupported_media_type());
         };
         // Computed now, while the request is at hand; empty (no allocation) for a call from
         // the server's own origin.
@@ -66,7 +66,7 @@ impl GrpcRouter {
             Ok(request) => self
                 .serve(request)
                 .map(move |response| web.web_response(response, cors)),
-            Err(status) => FastFuture::ok(web.web_response(status::response(&status), cors)),
+            Err(status) => FastFuture::ok(web.web_response(crate::response::status(&status), cors)),
         }
     }
 
@@ -80,7 +80,7 @@ impl GrpcRouter {
         let path = request.uri().path();
         match self.route(path) {
             Some(service) => service.call(request),
-            None => FastFuture::ok(status::response(&Status::unimplemented(format!(
+            None => FastFuture::ok(crate::response::status(&Status::unimplemented(format!(
                 "service not found: {}",
                 status::excerpt(service_name(path).unwrap_or(path))
             )))),
