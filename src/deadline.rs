@@ -420,6 +420,40 @@ pub(crate) fn idle_timeout_status(duration: Duration) -> Status {
     ))
 }
 
+/// The call's deadline, from `grpc-timeout` and the server's default, put where handlers see
+/// it (the request's extensions). A malformed `grpc-timeout` is an error.
+pub(crate) fn call_deadline<B>(
+    request: &mut http::Request<B>,
+    default_timeout: Option<Duration>,
+) -> Result<Option<Deadline>, Status> {
+    let deadline = request_deadline(request.headers(), default_timeout)?.map(Deadline::after);
+    if let Some(deadline) = deadline {
+        request.extensions_mut().insert(deadline);
+    }
+    Ok(deadline)
+}
+
+/// Completes when `deadline` passes; never without one.
+pub(crate) async fn passes(deadline: Option<Deadline>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline.instant()).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The status of a call whose deadline passed first.
+pub(crate) fn exceeded() -> Status {
+    Status::deadline_exceeded("the call's deadline passed before it completed")
+}
+
+/// Whether the call has a deadline and it has passed: then it is not started, and a response
+/// that came after it is replaced by `DEADLINE_EXCEEDED`, whether it was answered inline or
+/// from a task (the client has stopped waiting, or is about to). Reads the clock only for a
+/// call with a deadline.
+pub(crate) fn expired(deadline: Option<Deadline>) -> bool {
+    deadline.is_some_and(Deadline::is_expired)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

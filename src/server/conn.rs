@@ -13,6 +13,8 @@
 //! the driver sends what is answered and yields to the worker's other tasks, and the streams
 //! still queued wait for the next poll. A batch of slow calls thus answers as it goes, and
 //! the other connections on the worker are not held up.
+//!
+//! This file accepts streams and starts their calls; `send.rs` writes the responses.
 
 use std::collections::VecDeque;
 use std::future::{Future, poll_fn};
@@ -22,26 +24,23 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use http_body::Body;
-
 use bytes::{Bytes, BytesMut};
 use futures_util::FutureExt;
+use h2::RecvStream;
 use h2::server::{Connection, SendResponse};
-use h2::{RecvStream, SendStream};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tonic::Status;
 
 use super::Shared;
 use super::activity::Activity;
 use super::config::{Keepalive, jittered};
 use super::connect_info::ConnectInfo;
+use super::send::{pump, send_head, send_inline};
 use super::service::FastService;
-use crate::body::{Outgoing, RequestBody, ResponseBody};
+use crate::body::{RequestBody, ResponseBody};
 use crate::deadline::{self, Deadline};
 use crate::handler::{Panic, ResponseFuture, clock, panic_status};
-use crate::status;
 
 /// How many accept-and-answer rounds one poll may run before letting other tasks in.
 const ROUNDS_PER_POLL: usize = 16;
@@ -253,7 +252,7 @@ impl Driver {
         loop {
             match conn.poll_accept(cx) {
                 Poll::Ready(Some(Ok((mut request, respond)))) => {
-                    match call_deadline(&mut request, self.shared.default_timeout) {
+                    match deadline::call_deadline(&mut request, self.shared.default_timeout) {
                         Ok(deadline) => self.queue.push_back(Accepted {
                             request,
                             respond,
@@ -294,8 +293,8 @@ fn serve_stream(
         tracing::debug!(?reason, "client reset the stream before its call started");
         return;
     }
-    if expired(deadline) {
-        let response = crate::response::status(&deadline_exceeded());
+    if deadline::expired(deadline) {
+        let response = crate::response::status(&deadline::exceeded());
         return send_inline(response, respond, None, activity, cx);
     }
     let (mut parts, recv) = request.into_parts();
@@ -307,8 +306,8 @@ fn serve_stream(
         .unwrap_or_else(|panic| ResponseFuture::ok(panic_response(panic)));
     match response.into_ready() {
         Ok(Ok(mut response)) => {
-            if expired(deadline) {
-                response = crate::response::status(&deadline_exceeded());
+            if deadline::expired(deadline) {
+                response = crate::response::status(&deadline::exceeded());
             }
             send_inline(response, respond, deadline, activity, cx)
         }
@@ -337,40 +336,6 @@ fn insert_tonic_connect_info(extensions: &mut http::Extensions, info: &ConnectIn
     }
 }
 
-/// The call's deadline, from `grpc-timeout` and the server's default, put where handlers see
-/// it (the request's extensions). A malformed `grpc-timeout` is an error.
-pub(super) fn call_deadline<B>(
-    request: &mut http::Request<B>,
-    default_timeout: Option<Duration>,
-) -> Result<Option<Deadline>, Status> {
-    let deadline =
-        deadline::request_deadline(request.headers(), default_timeout)?.map(Deadline::after);
-    if let Some(deadline) = deadline {
-        request.extensions_mut().insert(deadline);
-    }
-    Ok(deadline)
-}
-
-/// Completes when `deadline` passes; never without one.
-async fn deadline_passes(deadline: Option<Deadline>) {
-    match deadline {
-        Some(deadline) => tokio::time::sleep_until(deadline.instant()).await,
-        None => std::future::pending().await,
-    }
-}
-
-pub(super) fn deadline_exceeded() -> Status {
-    Status::deadline_exceeded("the call's deadline passed before it completed")
-}
-
-/// Whether the call has a deadline and it has passed: then it is not started, and a response
-/// that came after it is replaced by `DEADLINE_EXCEEDED`, whether it was answered inline or
-/// from a task (the client has stopped waiting, or is about to). Reads the clock only for a
-/// call with a deadline.
-fn expired(deadline: Option<Deadline>) -> bool {
-    deadline.is_some_and(Deadline::is_expired)
-}
-
 /// Completes a pending call; drops it when the client resets the stream or the deadline
 /// passes first (a deadline that passed before the task ran stops the call from starting).
 async fn finish_pending(
@@ -378,8 +343,8 @@ async fn finish_pending(
     mut respond: SendResponse<Bytes>,
     deadline: Option<Deadline>,
 ) {
-    let response = if expired(deadline) {
-        Ok(Ok(crate::response::status(&deadline_exceeded())))
+    let response = if deadline::expired(deadline) {
+        Ok(Ok(crate::response::status(&deadline::exceeded())))
     } else {
         let mut response = pin!(AssertUnwindSafe(response).catch_unwind());
         let reset = poll_fn(|cx| respond.poll_reset(cx));
@@ -391,11 +356,13 @@ async fn finish_pending(
                 tracing::debug!(?reason, "client reset the stream; dropping its call");
                 return;
             }
-            () = deadline_passes(deadline) => Ok(Ok(crate::response::status(&deadline_exceeded()))),
+            () = deadline::passes(deadline) => Ok(Ok(crate::response::status(&deadline::exceeded()))),
         }
     };
     let (response, deadline) = match response {
-        Ok(Ok(_)) if expired(deadline) => (crate::response::status(&deadline_exceeded()), None),
+        Ok(Ok(_)) if deadline::expired(deadline) => {
+            (crate::response::status(&deadline::exceeded()), None)
+        }
         Ok(Ok(response)) => (response, deadline),
         Ok(Err(never)) => match never {},
         Err(panic) => (panic_response(panic), None),
@@ -430,197 +397,6 @@ fn take_received(mut recv: RecvStream, cx: &mut Context<'_>) -> RequestBody {
                 return RequestBody::streaming(received, recv);
             }
         }
-    }
-}
-
-/// Sends a response from the connection's poll: a unary one is queued whole at once (h2
-/// buffers what flow control does not yet allow, bounded by the message size); a streaming one
-/// sends what it has ready now, up to a budget, and is pumped by its own task after that.
-fn send_inline(
-    response: http::Response<ResponseBody>,
-    respond: SendResponse<Bytes>,
-    deadline: Option<Deadline>,
-    activity: &Arc<Activity>,
-    cx: &mut Context<'_>,
-) {
-    let Some((mut stream, mut body)) = send_head(response, respond) else {
-        return;
-    };
-    if send_ready_frames(&mut stream, &mut body, cx) == Flow::Continue {
-        activity.spawn(pump(stream, body, deadline));
-    }
-}
-
-/// How much of a streaming body is sent inline, without waiting for the client's window: a
-/// reply that completes within it (a unary reply behind a tower layer, a short stream) needs no
-/// task of its own, and a slow reader still makes the server buffer at most this much.
-const INLINE_FRAMES: usize = 16;
-const INLINE_BYTES: usize = 64 * 1024;
-
-/// Sends the frames `body` yields at once, within the inline budget.
-fn send_ready_frames(
-    stream: &mut SendStream<Bytes>,
-    body: &mut ResponseBody,
-    cx: &mut Context<'_>,
-) -> Flow {
-    let mut sent = 0;
-    for _ in 0..INLINE_FRAMES {
-        if sent >= INLINE_BYTES {
-            break;
-        }
-        let Poll::Ready(frame) = poll_body(body, cx) else {
-            break;
-        };
-        if let Ok(Some(Ok(frame))) = &frame {
-            sent += frame.data_ref().map_or(0, Bytes::len);
-        }
-        if send_frame(stream, frame) == Flow::Done {
-            return Flow::Done;
-        }
-    }
-    Flow::Continue
-}
-
-/// Sends the head of `response`, and the whole of a unary one; gives back a streaming body
-/// still to be sent.
-fn send_head(
-    response: http::Response<ResponseBody>,
-    mut respond: SendResponse<Bytes>,
-) -> Option<(SendStream<Bytes>, ResponseBody)> {
-    let (parts, body) = response.into_parts();
-    let head = http::Response::from_parts(parts, ());
-    let result = match body.into_outgoing() {
-        Outgoing::Whole { message, trailers } => {
-            let ends_with_headers = message.is_none() && trailers.is_none();
-            respond
-                .send_response(head, ends_with_headers)
-                .and_then(|mut stream| send_unary_body(&mut stream, message, trailers))
-        }
-        Outgoing::Streaming(body) => match respond.send_response(head, false) {
-            Ok(stream) => return Some((stream, body)),
-            Err(error) => Err(error),
-        },
-    };
-    log_send_error(result);
-    None
-}
-
-fn send_unary_body(
-    stream: &mut SendStream<Bytes>,
-    message: Option<Bytes>,
-    trailers: Option<http::HeaderMap>,
-) -> Result<(), h2::Error> {
-    if let Some(message) = message {
-        stream.send_data(message, trailers.is_none())?;
-    }
-    match trailers {
-        Some(trailers) => stream.send_trailers(trailers),
-        None => Ok(()),
-    }
-}
-
-/// Sends a streaming body until it ends, or ends it with `DEADLINE_EXCEEDED` when the deadline
-/// passes first (dropping the handler's stream).
-async fn pump(mut stream: SendStream<Bytes>, body: ResponseBody, deadline: Option<Deadline>) {
-    tokio::select! {
-        () = pump_frames(&mut stream, body) => {}
-        () = deadline_passes(deadline) => {
-            let trailers = status::trailers(&deadline_exceeded(), http::HeaderMap::new());
-            log_send_error(stream.send_trailers(trailers));
-        }
-    }
-}
-
-/// Sends a streaming body frame by frame. The next message is produced only once the peer's
-/// flow-control window has room, so a slow reader holds the server to one buffered message.
-/// A reset from the client drops the body, and with it the handler's stream.
-async fn pump_frames(stream: &mut SendStream<Bytes>, mut body: ResponseBody) {
-    loop {
-        if poll_fn(|cx| poll_window(stream, cx)).await.is_err() {
-            tracing::debug!("the client closed the stream; dropping the reply stream");
-            return;
-        }
-        let frame = poll_fn(|cx| {
-            if let Poll::Ready(reason) = stream.poll_reset(cx) {
-                tracing::debug!(
-                    ?reason,
-                    "client reset the stream; dropping the reply stream"
-                );
-                return Poll::Ready(None);
-            }
-            poll_body(&mut body, cx).map(Some)
-        })
-        .await;
-        let Some(frame) = frame else { return };
-        if send_frame(stream, frame) == Flow::Done {
-            return;
-        }
-    }
-}
-
-/// A frame of a reply body, or the panic of the handler's stream that was producing it.
-type Polled = Result<Option<Result<http_body::Frame<Bytes>, Status>>, Panic>;
-
-/// Polls the next frame of `body`. The handler's stream runs here: its panic ends this call only.
-fn poll_body(body: &mut ResponseBody, cx: &mut Context<'_>) -> Poll<Polled> {
-    match panic::catch_unwind(AssertUnwindSafe(|| Pin::new(&mut *body).poll_frame(cx))) {
-        Ok(Poll::Pending) => Poll::Pending,
-        Ok(Poll::Ready(frame)) => Poll::Ready(Ok(frame)),
-        Err(panic) => Poll::Ready(Err(panic)),
-    }
-}
-
-/// Whether a reply stream goes on after a frame.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Flow {
-    Continue,
-    Done,
-}
-
-/// Sends one polled frame: data goes on; trailers, an error, a panic or the end finish the
-/// stream (so does a failed send: the client is gone).
-fn send_frame(stream: &mut SendStream<Bytes>, frame: Polled) -> Flow {
-    let ended = match frame {
-        Ok(Some(Ok(frame))) => match frame.into_data() {
-            Ok(data) => match stream.send_data(data, false) {
-                Ok(()) => return Flow::Continue,
-                Err(error) => Err(error),
-            },
-            Err(frame) => stream.send_trailers(frame.into_trailers().unwrap_or_default()),
-        },
-        // Only a hosted service's body can fail or end without trailers (fastgrpc's own end
-        // with a status): a failure still reaches the client as a status.
-        Ok(Some(Err(status))) => {
-            stream.send_trailers(status::trailers(&status, http::HeaderMap::new()))
-        }
-        Ok(None) => stream.send_data(Bytes::new(), true),
-        Err(panic) => stream.send_trailers(status::trailers(
-            &panic_status(panic),
-            http::HeaderMap::new(),
-        )),
-    };
-    log_send_error(ended);
-    Flow::Done
-}
-
-/// Ready once the stream may send at least one byte more than it has buffered.
-fn poll_window(stream: &mut SendStream<Bytes>, cx: &mut Context<'_>) -> Poll<Result<(), ()>> {
-    // The reservation counts buffered data, so capacity shows only once the peer's window
-    // covers what is buffered plus one byte.
-    stream.reserve_capacity(1);
-    while stream.capacity() == 0 {
-        match std::task::ready!(stream.poll_capacity(cx)) {
-            Some(Ok(_)) => {}
-            Some(Err(_)) | None => return Poll::Ready(Err(())),
-        }
-    }
-    Poll::Ready(Ok(()))
-}
-
-/// A failed send means the client went away: there is nobody left to tell.
-fn log_send_error(result: Result<(), h2::Error>) {
-    if let Err(error) = result {
-        tracing::debug!(%error, "could not send the response");
     }
 }
 

@@ -21,11 +21,12 @@ use tokio::time::Sleep;
 use tokio_util::sync::CancellationToken;
 
 use super::Shared;
-use super::conn::{call_deadline, deadline_exceeded, give_connect_info, panic_response};
+use super::conn::{give_connect_info, panic_response};
 use super::connect_info::ConnectInfo;
 use super::router::is_grpc_content_type;
 use super::service::FastService;
 use crate::body::{RequestBody, ResponseBody};
+use crate::deadline;
 use crate::handler::ResponseFuture;
 
 /// Serves `io` over HTTP/1.1 until the peer closes it, or, once `shutdown` fires, until the
@@ -82,7 +83,9 @@ impl Future for Answer {
             return Poll::Ready(response);
         }
         match this.deadline.as_pin_mut().map(|deadline| deadline.poll(cx)) {
-            Some(Poll::Ready(())) => Poll::Ready(Ok(crate::response::status(&deadline_exceeded()))),
+            Some(Poll::Ready(())) => {
+                Poll::Ready(Ok(crate::response::status(&deadline::exceeded())))
+            }
             _ => Poll::Pending,
         }
     }
@@ -101,7 +104,7 @@ fn answer(
     if is_grpc_content_type(request.headers().get(http::header::CONTENT_TYPE)) {
         return ready(crate::response::http_version_not_supported());
     }
-    let deadline = match call_deadline(&mut request, shared.default_timeout) {
+    let deadline = match deadline::call_deadline(&mut request, shared.default_timeout) {
         Ok(deadline) => deadline,
         Err(status) => return ready(crate::response::status(&status)),
     };

@@ -21,6 +21,7 @@ mod http1;
 mod incoming;
 mod intercept;
 mod router;
+mod send;
 mod service;
 mod sniff;
 #[cfg(feature = "tls")]
