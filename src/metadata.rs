@@ -13,10 +13,11 @@ const SCAN_LIMIT: usize = 8;
 /// The first value of the header `name` in `headers`, as [`HeaderMap::get`] gives it.
 ///
 /// For the gRPC headers a request usually lacks (`grpc-encoding`, often `grpc-timeout`).
-/// `HeaderMap::get` hashes the whole name byte by byte (~100 instructions for these names),
-/// while a request carries few headers and comparing a name with a standard one, or one of
-/// another length, takes a few instructions: a map of up to `SCAN_LIMIT` values is first
-/// scanned for the name, and only looked up by hash if the name is there.
+/// `HeaderMap::get` hashes the whole name byte by byte, while a request carries few headers
+/// and comparing a name with a standard one, or one of another length, is a few instructions:
+/// a map of up to `SCAN_LIMIT` values is first scanned for the name, and only looked up by hash
+/// if the name is there (the cost of each: docs/BENCHMARKS.md, "Figures behind choices in the
+/// code").
 pub(crate) fn header<'a>(headers: &'a HeaderMap, name: &HeaderName) -> Option<&'a HeaderValue> {
     if headers.len() <= SCAN_LIMIT && !headers.keys().any(|key| key == name) {
         return None;

@@ -96,8 +96,8 @@ impl Estimate {
     /// long call (a light method whose thread was preempted, or charged with the connection's
     /// work) never moves a method to tasks; a second one in a row counts in full, up to 8
     /// times the limit, which takes the average over it. Once the method is cheap again, it
-    /// is back under the limit within some 16 calls. (Measured at 16x64 under h2load: 80 calls
-    /// in 200,000 of a 1 µs method took over 20 µs, never two in a row.)
+    /// is back under the limit within some 16 calls. (Single long calls of light methods are
+    /// common under load, two in a row are not: docs/BENCHMARKS.md.)
     ///
     /// The average is stored only when it moves to another microsecond (1,024 ns step) or the
     /// strike changes: calls of a method that stays under a microsecond read the shared cache

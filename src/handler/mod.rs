@@ -185,9 +185,9 @@ impl HandlerConfig {
     ///
     /// A successful reply announces them to a client that speaks compression (it sent a
     /// `grpc-accept-encoding` of its own, as C-core and grpc-go clients do on every call). One
-    /// more header on every reply costs a light call about 3% of server CPU (a custom name
-    /// hashed into the `HeaderMap`, then HPACK-encoded), which a client without compression
-    /// would pay for nothing. Failed calls always announce them (`respond`).
+    /// more header on every reply (a custom name hashed into the `HeaderMap`, then
+    /// HPACK-encoded) costs a light call a visible share of server CPU (docs/BENCHMARKS.md),
+    /// which a client without compression would pay for nothing. Failed calls always announce them (`respond`).
     fn negotiate(&self, headers: &HeaderMap) -> Result<Encodings, Status> {
         let announce = if !self.accept_compression.is_empty()
             && crate::metadata::header(headers, &compression::GRPC_ACCEPT_ENCODING).is_some()
