@@ -18,7 +18,8 @@
 //! }
 //! ```
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
+#![warn(unreachable_pub)]
 
 mod service;
 
