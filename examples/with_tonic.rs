@@ -11,7 +11,7 @@
 use fastgrpc::ForTonic;
 use fastgrpc::{FastFuture, RpcFuture};
 
-/// Messages and fastgrpc's server side, compiled by this crate's `build.rs`.
+/// Messages and fastgrpc's server side, compiled by the workspace's `protos` crate.
 pub use protos::helloworld as fast;
 /// The same proto as tonic generates it (its server side and client).
 pub use protos::tonic_pb::helloworld as tonic_pb;
