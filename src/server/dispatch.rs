@@ -51,7 +51,15 @@ pub(super) type Boxed =
 
 impl FastService for Dispatcher {
     fn call(&self, request: http::Request<RequestBody>) -> ResponseFuture {
-        match &*self.inner {
+        // The match is in a function of its own: written here, it made the compiler copy the
+        // request once more on its way to the router (callgrind, `routes_fast` row).
+        self.inner.call(request)
+    }
+}
+
+impl Inner {
+    fn call(&self, request: http::Request<RequestBody>) -> ResponseFuture {
+        match self {
             Inner::Direct(router) => router.call(request),
             Inner::Layered(stack) => stack.call(request),
         }
