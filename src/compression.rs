@@ -268,7 +268,7 @@ fn unsupported_encoding(name: &[u8], enabled: &[CompressionEncoding]) -> Status 
 ///
 /// The reference the tests and the fuzz targets check the server's announcements against (the
 /// server itself builds them with [`EncodingList::accept_header`]).
-#[cfg(any(test, fuzzing))]
+#[cfg(any(test, feature = "__fuzz"))]
 pub(crate) fn accept_encoding_header(enabled: &[CompressionEncoding]) -> HeaderValue {
     HeaderValue::try_from(accepted_names(enabled)).expect("encoding names are valid header text")
 }
@@ -323,7 +323,7 @@ impl AcceptEncoding {
     }
 
     /// Whether the set is empty: the client accepts only uncompressed messages.
-    #[cfg(test)]
+    #[cfg(any(test, feature = "__fuzz"))]
     pub(crate) fn is_empty(self) -> bool {
         self.bits == 0
     }

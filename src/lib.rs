@@ -20,15 +20,14 @@ mod web;
 #[doc(hidden)]
 pub mod codegen;
 
-/// The fuzz targets' logic (`fuzz/logic.rs`), written against this crate's internals: built for
-/// `cargo fuzz` (which sets `--cfg fuzzing`) and for the unit tests, which replay
-/// `fuzz/corpus/`; never part of a normal build.
-#[cfg(any(test, fuzzing))]
+/// The fuzz targets' logic, written against this crate's internals. Only with the `__fuzz`
+/// feature, which `fuzz/` and the workspace's corpus replay (`tests/fuzz_regressions.rs`) turn
+/// on; never part of a user's build.
+#[cfg(feature = "__fuzz")]
 #[doc(hidden)]
-#[path = "../fuzz/logic.rs"]
 pub mod fuzz_logic;
-// `fuzz/logic.rs` names this crate `fastgrpc`, as the fuzz targets see it.
-#[cfg(any(test, fuzzing))]
+// `fuzz_logic` names this crate `fastgrpc`, as the fuzz targets see it.
+#[cfg(feature = "__fuzz")]
 extern crate self as fastgrpc;
 
 pub use crate::body::{RequestBody, ResponseBody};

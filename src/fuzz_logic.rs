@@ -1,9 +1,9 @@
 //! What each fuzz target does with one input, written once.
 //!
-//! The runtime crate compiles this file as its `fuzz_logic` module, with the crate's internals
-//! in reach: for `cargo fuzz` (`--cfg fuzzing`; the targets in `fuzz_targets/*.rs` call it) and
-//! for its unit tests, which replay `fuzz/corpus/` in a plain `cargo test` (`replay` below). A
-//! corpus input means the same thing to both.
+//! Part of the runtime, so that it reaches the internals it checks, but built only with the
+//! hidden `__fuzz` feature: the fuzz targets (`fuzz/fuzz_targets/*.rs`, run by `cargo fuzz`) call
+//! it, and so does the workspace's `tests/fuzz_regressions.rs`, which replays `fuzz/corpus/` in a
+//! plain `cargo test`. A corpus input means the same thing to both.
 //!
 //! Every function takes arbitrary bytes and panics only when fastgrpc does something wrong: a
 //! panic inside fastgrpc, a call that never finishes, or a result that contradicts an
@@ -776,54 +776,4 @@ fn encoding_list(bits: u8) -> EncodingList {
     encodings(bits)
         .into_iter()
         .fold(EncodingList::new(), EncodingList::with)
-}
-
-/// Every input of `fuzz/corpus/<target>/` through its target, without libFuzzer.
-#[cfg(test)]
-mod replay {
-    use std::path::Path;
-
-    /// Runs `target` on every file of `fuzz/corpus/<name>/`, naming the input that fails.
-    fn replay(name: &str, target: fn(&[u8])) {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("fuzz/corpus")
-            .join(name);
-        let mut inputs: Vec<_> = std::fs::read_dir(&dir)
-            .unwrap_or_else(|error| panic!("{}: {error}", dir.display()))
-            .map(|entry| entry.unwrap().path())
-            .collect();
-        inputs.sort();
-        assert!(!inputs.is_empty(), "no inputs in {}", dir.display());
-        for input in &inputs {
-            let data = std::fs::read(input).unwrap();
-            if std::panic::catch_unwind(|| target(&data)).is_err() {
-                panic!("{name} fails on {} ({data:?})", input.display());
-            }
-        }
-    }
-
-    #[test]
-    fn decode_unary() {
-        replay("decode_unary", super::decode_unary);
-    }
-
-    #[test]
-    fn streaming_decode() {
-        replay("streaming_decode", super::streaming_decode);
-    }
-
-    #[test]
-    fn headers() {
-        replay("headers", super::headers);
-    }
-
-    #[test]
-    fn unary_call() {
-        replay("unary_call", super::unary_call);
-    }
-
-    #[test]
-    fn route() {
-        replay("route", super::route);
-    }
 }

@@ -1,0 +1,52 @@
+//! Replays the fuzz targets' regression corpus (`fuzz/corpus/<target>/`) without libFuzzer, so
+//! every `cargo test` checks the inputs the fuzzers found interesting, and any crash input once
+//! added there, with the same logic the fuzz targets run (`fastgrpc::fuzz_logic`, built with the
+//! runtime's hidden `__fuzz` feature).
+
+use std::path::Path;
+
+use fastgrpc::fuzz_logic;
+
+/// Runs `target` on every file of `fuzz/corpus/<name>/`, naming the input that fails.
+fn replay(name: &str, target: fn(&[u8])) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fuzz/corpus")
+        .join(name);
+    let mut inputs: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|error| panic!("{}: {error}", dir.display()))
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    inputs.sort();
+    assert!(!inputs.is_empty(), "no inputs in {}", dir.display());
+    for input in &inputs {
+        let data = std::fs::read(input).unwrap();
+        if std::panic::catch_unwind(|| target(&data)).is_err() {
+            panic!("{name} fails on {} ({data:?})", input.display());
+        }
+    }
+}
+
+#[test]
+fn decode_unary() {
+    replay("decode_unary", fuzz_logic::decode_unary);
+}
+
+#[test]
+fn streaming_decode() {
+    replay("streaming_decode", fuzz_logic::streaming_decode);
+}
+
+#[test]
+fn headers() {
+    replay("headers", fuzz_logic::headers);
+}
+
+#[test]
+fn unary_call() {
+    replay("unary_call", fuzz_logic::unary_call);
+}
+
+#[test]
+fn route() {
+    replay("route", fuzz_logic::route);
+}
