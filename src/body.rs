@@ -227,7 +227,7 @@ impl Default for Kind {
 
 impl ResponseBody {
     /// A body carrying one encoded message followed by `trailers`.
-    pub fn unary(message: Bytes, trailers: HeaderMap) -> Self {
+    pub(crate) fn unary(message: Bytes, trailers: HeaderMap) -> Self {
         ResponseBody {
             kind: Kind::Unary {
                 message: Some(message),
@@ -238,7 +238,7 @@ impl ResponseBody {
 
     /// A body carrying the frames `frames` yields; it ends with `grpc-status: 0` and
     /// `metadata` when the stream ends, or with the status of the first error it yields.
-    pub fn streaming(frames: FrameStream, metadata: HeaderMap) -> Self {
+    pub(crate) fn streaming(frames: FrameStream, metadata: HeaderMap) -> Self {
         ResponseBody {
             kind: Kind::Streaming {
                 frames,

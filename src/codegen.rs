@@ -11,13 +11,13 @@ pub use std::time::Duration;
 pub use http;
 pub use tower_service::Service;
 
+pub use crate::__tower_service_of_fast_service as tower_service_of_fast_service;
 pub use crate::compression::CompressionEncoding;
 pub use crate::handler::{
     HandlerConfig, MethodConfig, MethodCosts, client_streaming, server_streaming, streaming, unary,
     unimplemented_method,
 };
 pub use crate::server::Intercepted;
-pub use crate::tower_service_of_fast_service;
 pub use crate::{
     FastFuture, FastService, Interceptor, NamedService, RequestBody, ResponseBody, ResponseFuture,
     RpcFuture, Streaming,

@@ -853,136 +853,19 @@ mod tests {
         assert_eq!(response_encoding(&accepting("gzip"), &[]), None);
         assert_eq!(response_encoding(&HeaderMap::new(), &[Gzip]), None);
     }
-}
 
-#[cfg(test)]
-mod examples {
-
-    /// `EncodingList` at work (a unit test rather than a doc example: the item is private).
     #[test]
-    fn example_encoding_list() {
-        use crate::compression::{CompressionEncoding, EncodingList};
-
-        let list = EncodingList::new()
-            .with(CompressionEncoding::Gzip)
-            .with(CompressionEncoding::Deflate)
-            .with(CompressionEncoding::Gzip);
-        assert_eq!(
-            list.as_slice(),
-            &[CompressionEncoding::Gzip, CompressionEncoding::Deflate]
-        );
+    fn an_encoding_list_holds_each_encoding_once_in_order() {
+        use CompressionEncoding::{Deflate, Gzip};
+        let list = EncodingList::new().with(Gzip).with(Deflate).with(Gzip);
+        assert_eq!(list.as_slice(), &[Gzip, Deflate]);
     }
 
-    /// `accept_header` at work (a unit test rather than a doc example: the item is private).
     #[test]
-    fn example_accept_header() {
-        use crate::compression::{CompressionEncoding, EncodingList};
-
-        let list = EncodingList::new()
-            .with(CompressionEncoding::Deflate)
-            .with(CompressionEncoding::Gzip);
+    fn an_encoding_lists_accept_header_is_in_canonical_order() {
+        use CompressionEncoding::{Deflate, Gzip};
+        let list = EncodingList::new().with(Deflate).with(Gzip);
         assert_eq!(list.accept_header().unwrap(), "identity,gzip,deflate");
         assert!(EncodingList::new().accept_header().is_none());
-    }
-
-    /// `request_encoding` at work (a unit test rather than a doc example: the item is private).
-    #[test]
-    fn example_request_encoding() {
-        use crate::compression::{CompressionEncoding, request_encoding};
-        use http::{HeaderMap, HeaderValue};
-
-        let enabled = [CompressionEncoding::Gzip];
-        let mut headers = HeaderMap::new();
-        assert_eq!(request_encoding(&headers, &enabled).unwrap(), None);
-
-        headers.insert("grpc-encoding", HeaderValue::from_static("gzip"));
-        assert_eq!(
-            request_encoding(&headers, &enabled).unwrap(),
-            Some(CompressionEncoding::Gzip)
-        );
-
-        headers.insert("grpc-encoding", HeaderValue::from_static("snappy"));
-        let status = request_encoding(&headers, &enabled).unwrap_err();
-        assert_eq!(status.code(), tonic::Code::Unimplemented);
-        assert_eq!(
-            status.metadata().get("grpc-accept-encoding").unwrap(),
-            "identity,gzip"
-        );
-    }
-
-    /// `AcceptEncoding` at work (a unit test rather than a doc example: the item is private).
-    #[test]
-    fn example_accept_encoding() {
-        use crate::compression::{AcceptEncoding, CompressionEncoding};
-        use http::HeaderValue;
-
-        let accepted =
-            AcceptEncoding::parse(&HeaderValue::from_static("identity, GZIP ,br,,deflate"));
-        assert!(accepted.contains(CompressionEncoding::Gzip));
-        assert!(accepted.contains(CompressionEncoding::Deflate));
-        assert!(
-            !AcceptEncoding::parse(&HeaderValue::from_static("identity"))
-                .contains(CompressionEncoding::Gzip)
-        );
-    }
-
-    /// `response_encoding` at work (a unit test rather than a doc example: the item is private).
-    #[test]
-    fn example_response_encoding() {
-        use crate::compression::{CompressionEncoding, response_encoding};
-        use http::{HeaderMap, HeaderValue};
-
-        let enabled = [CompressionEncoding::Gzip, CompressionEncoding::Deflate];
-        let mut headers = HeaderMap::new();
-        headers.insert(
-            "grpc-accept-encoding",
-            HeaderValue::from_static("deflate, gzip"),
-        );
-        // The server's preference wins.
-        assert_eq!(
-            response_encoding(&headers, &enabled),
-            Some(CompressionEncoding::Gzip)
-        );
-
-        headers.insert(
-            "grpc-accept-encoding",
-            HeaderValue::from_static("identity, snappy"),
-        );
-        assert_eq!(response_encoding(&headers, &enabled), None);
-    }
-
-    /// `decompress` at work (a unit test rather than a doc example: the item is private).
-    #[test]
-    fn example_decompress() {
-        use crate::compression::{CompressionEncoding, compress, decompress};
-        use bytes::BytesMut;
-
-        let mut compressed = BytesMut::new();
-        compress(CompressionEncoding::Gzip, &[7; 1000], &mut compressed).unwrap();
-        assert_eq!(
-            decompress(CompressionEncoding::Gzip, &compressed, 1000).unwrap(),
-            &[7; 1000][..]
-        );
-
-        let error = decompress(CompressionEncoding::Gzip, &compressed, 999).unwrap_err();
-        assert_eq!(error.code(), tonic::Code::ResourceExhausted);
-    }
-
-    /// `compress` at work (a unit test rather than a doc example: the item is private).
-    #[test]
-    fn example_compress() {
-        use crate::compression::{CompressionEncoding, compress, decompress};
-        use bytes::BytesMut;
-
-        let mut out = BytesMut::from(&b"prefix"[..]);
-        compress(
-            CompressionEncoding::Deflate,
-            b"hello hello hello hello",
-            &mut out,
-        )
-        .unwrap();
-        assert_eq!(&out[..6], b"prefix");
-        let round_trip = decompress(CompressionEncoding::Deflate, &out[6..], 1024).unwrap();
-        assert_eq!(round_trip, &b"hello hello hello hello"[..]);
     }
 }

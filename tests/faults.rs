@@ -371,7 +371,7 @@ async fn a_panic_in_a_service_mounted_in_tonic_ends_only_its_call() {
 #[test]
 fn a_panic_through_into_dispatcher_is_an_internal_answer() {
     quiet_expected_panics();
-    let routes = Server::builder()
+    let dispatcher = Server::builder()
         .add_service(GreeterServer::new(Faulty))
         .into_dispatcher();
     let message = prost::Message::encode_to_vec(&HelloRequest {
@@ -381,7 +381,7 @@ fn a_panic_through_into_dispatcher_is_an_internal_answer() {
         .header("content-type", "application/grpc")
         .body(fastgrpc::RequestBody::complete(support::frame(&message)))
         .unwrap();
-    let response = routes
+    let response = dispatcher
         .call(request)
         .into_ready()
         .expect("answered at once")

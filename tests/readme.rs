@@ -126,6 +126,12 @@ async fn the_readme_example_builds_and_answers() {
         ],
     );
     output(cargo(&app).args(["build", "--quiet"]));
+    // The README's server listens on 127.0.0.1:50051: another server there would answer in its
+    // place (the example greeter answers the same), so the port must be free first.
+    drop(
+        std::net::TcpListener::bind("127.0.0.1:50051")
+            .expect("127.0.0.1:50051, the README's port, is free for its server"),
+    );
     let binary = repository().join("target/readme/debug/readme-app");
     let mut server = Running(
         Command::new(&binary)
@@ -134,7 +140,7 @@ async fn the_readme_example_builds_and_answers() {
             .expect("the README's server starts"),
     );
 
-    // The README's server listens on 127.0.0.1:50051; wait (bounded) until it answers.
+    // Wait (bounded) until it answers.
     let started = Instant::now();
     let mut client = loop {
         match GreeterClient::connect("http://127.0.0.1:50051").await {
@@ -159,6 +165,10 @@ async fn the_readme_example_builds_and_answers() {
         .expect("the README's server answers")
         .into_inner();
     assert_eq!(reply.message, "Hello Ferris!");
+    assert!(
+        server.0.try_wait().unwrap().is_none(),
+        "the answer came from the README's server, which is still running"
+    );
     drop(server);
     let _ = std::fs::remove_dir_all(&sandbox);
 }

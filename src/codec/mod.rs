@@ -308,23 +308,3 @@ mod tests {
         assert!(error.message().contains("more than one"));
     }
 }
-
-#[cfg(test)]
-mod examples {
-
-    /// `decode_unary` at work (a unit test rather than a doc example: the item is private).
-    #[test]
-    fn example_decode_unary() {
-        use crate::codec;
-        use bytes::Bytes;
-
-        let frame = codec::encode(&"hi".to_string()).unwrap();
-        let decoded: String =
-            codec::decode_unary(frame, codec::DEFAULT_MAX_RECEIVE_MESSAGE_SIZE, None).unwrap();
-        assert_eq!(decoded, "hi");
-
-        let error =
-            codec::decode_unary::<String>(Bytes::from_static(&[0, 0, 0]), 1024, None).unwrap_err();
-        assert_eq!(error.code(), tonic::Code::Internal);
-    }
-}

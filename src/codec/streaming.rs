@@ -100,7 +100,7 @@ pub struct Streaming<T> {
 impl<T> Streaming<T> {
     /// Decodes messages of at most `max_message_size` bytes from `body`, decompressing those
     /// flagged compressed with `encoding` (the request's `grpc-encoding`).
-    pub fn new(
+    pub(crate) fn new(
         body: RequestBody,
         max_message_size: usize,
         encoding: Option<CompressionEncoding>,
@@ -122,7 +122,7 @@ impl<T> Streaming<T> {
     /// Fails the stream with `DEADLINE_EXCEEDED` when the client sends nothing for `timeout`
     /// while the handler waits for a message (`None`: no such limit). The timer is one
     /// object per call, created at the first wait and moved in place after each message.
-    pub fn with_idle_timeout(mut self, timeout: Option<Duration>) -> Self {
+    pub(crate) fn with_idle_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.idle = timeout.map(IdleTimeout::new);
         self
     }

@@ -52,7 +52,7 @@ pub(super) type Boxed =
 impl FastService for Dispatcher {
     fn call(&self, request: http::Request<RequestBody>) -> ResponseFuture {
         // The match is in a function of its own: written here, it made the compiler copy the
-        // request once more on its way to the router (callgrind, `routes_fast` row).
+        // request once more on its way to the router (docs/BENCHMARKS.md, issue 10).
         self.inner.call(request)
     }
 }
@@ -66,7 +66,7 @@ impl Inner {
     }
 }
 
-crate::tower_service_of_fast_service!(Dispatcher);
+crate::__tower_service_of_fast_service!(Dispatcher);
 
 impl fmt::Debug for Dispatcher {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

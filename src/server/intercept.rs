@@ -189,4 +189,4 @@ impl<S: FastService, I: Interceptor> FastService for Intercepted<S, I> {
     }
 }
 
-crate::tower_service_of_fast_service!(<S: FastService, I: Interceptor> Intercepted<S, I>);
+crate::__tower_service_of_fast_service!(<S: FastService, I: Interceptor> Intercepted<S, I>);

@@ -21,10 +21,11 @@ pub trait FastService: Send + Sync + 'static {
 /// server (through `codegen`), so a [`FastService`] can also go wherever tower services go.
 ///
 /// `tower_service_of_fast_service!(Type)`, or with generic parameters and their bounds,
-/// `tower_service_of_fast_service!(<S: Bound, I: Bound> Type<S, I>)`.
+/// `tower_service_of_fast_service!(<S: Bound, I: Bound> Type<S, I>)`. Named through
+/// `codegen`; `#[macro_export]` also puts it at the crate root, under a name no one should use.
 #[doc(hidden)]
 #[macro_export]
-macro_rules! tower_service_of_fast_service {
+macro_rules! __tower_service_of_fast_service {
     (@impl [$($generics:tt)*] $ty:ty) => {
         impl<$($generics)*>
             $crate::codegen::Service<$crate::codegen::http::Request<$crate::RequestBody>> for $ty
@@ -49,9 +50,9 @@ macro_rules! tower_service_of_fast_service {
         }
     };
     (<$($param:ident: $bound:path),+> $ty:ty) => {
-        $crate::tower_service_of_fast_service!(@impl [$($param: $bound),+] $ty);
+        $crate::__tower_service_of_fast_service!(@impl [$($param: $bound),+] $ty);
     };
     ($ty:ty) => {
-        $crate::tower_service_of_fast_service!(@impl [] $ty);
+        $crate::__tower_service_of_fast_service!(@impl [] $ty);
     };
 }
