@@ -341,3 +341,82 @@ async fn keepalive_closes_a_dead_peer_draining_for_its_age() {
     assert!(waited < Duration::from_secs(3), "closed after {waited:?}");
     server.stop().await;
 }
+
+/// Reads what the server sends until it closes the connection (bounded): its frames.
+async fn frames_until_closed(tcp: &mut TcpStream) -> Vec<raw_frames::Frame> {
+    let mut received = Vec::new();
+    let read_all = tcp.read_to_end(&mut received);
+    let _ = tokio::time::timeout(Duration::from_secs(5), read_all)
+        .await
+        .expect("the server closed the connection");
+    raw_frames::parse(&received)
+}
+
+#[tokio::test]
+async fn a_default_shutdown_is_not_held_by_an_idle_peer_that_never_answers() {
+    // No drain grace, no keepalive: the defaults.
+    let mut server = TestServer::start(Server::builder().add_service(greeter())).await;
+    // A peer that completes the handshake (as HAProxy's TCP check does), then never reads,
+    // answers or closes.
+    let mut mute = TcpStream::connect(server.addr).await.unwrap();
+    mute.write_all(PREFACE).await.unwrap();
+    still_serves(&server).await;
+
+    let started = Instant::now();
+    server.begin_stop();
+    server.stop_within(Duration::from_secs(8)).await;
+    let took = started.elapsed();
+    // It waited for the shutdown PING's acknowledgement (5 s, as grpc-go), not for ever.
+    assert!(
+        took >= Duration::from_millis(4_500) && took < Duration::from_secs(7),
+        "stopped after {took:?}"
+    );
+    // The peer got both GOAWAYs: the announcement, then the final one naming no stream.
+    let frames = frames_until_closed(&mut mute).await;
+    assert_eq!(
+        raw_frames::goaway_last_stream_ids(&frames),
+        [(1 << 31) - 1, 0],
+        "{frames:?}"
+    );
+    assert!(
+        frames
+            .iter()
+            .any(|frame| frame.kind == 0x6 && frame.flags == 0),
+        "a shutdown PING was sent: {frames:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_default_shutdown_closes_answering_idle_peers_at_once() {
+    let mut server = TestServer::start(Server::builder().add_service(greeter())).await;
+    let mut client = GreeterClient::new(channel(&server).await);
+    client
+        .say_hello(client_pb::HelloRequest { name: "a".into() })
+        .await
+        .unwrap();
+    let started = Instant::now();
+    server.begin_stop();
+    server.stop_within(Duration::from_secs(2)).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn a_default_shutdown_cuts_off_a_mute_peer_with_a_call_in_flight() {
+    // Without keepalive the drain still pings: a call in flight on a peer that answers nothing
+    // holds the shutdown only until that ping times out (10 s).
+    let mut server = TestServer::start(Server::builder().add_service(greeter())).await;
+    let _mute = mute_peer_with_a_call_in_flight(&server).await;
+    still_serves(&server).await;
+    let started = Instant::now();
+    server.begin_stop();
+    server.stop_within(Duration::from_secs(14)).await;
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_secs(9) && took < Duration::from_secs(12),
+        "stopped after {took:?}"
+    );
+}

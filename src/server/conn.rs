@@ -76,7 +76,13 @@ pub(crate) async fn serve<IO>(
         },
         () = shutdown.cancelled() => return,
     };
-    let ping_pong = conn.ping_pong();
+    let keepalive = shared.connection.keepalive;
+    // With keepalive the pinger owns the connection's one `PingPong` from the start; without,
+    // the drain takes it to check that the peer still answers.
+    let (keepalive_pings, drain_pings) = match keepalive {
+        Some(_) => (conn.ping_pong(), None),
+        None => (None, conn.ping_pong()),
+    };
     let activity = Activity::new(shared.stats.clone());
     let mut driver = Driver {
         shared: shared.clone(),
@@ -86,7 +92,7 @@ pub(crate) async fn serve<IO>(
     };
     // Outlives the select: a draining connection still needs to notice a dead peer, or a call
     // in flight on it would hold the connection (and a graceful shutdown) open forever.
-    let mut dead_peer = pin!(unanswered_ping(ping_pong, shared.connection.keepalive));
+    let mut dead_peer = pin!(unanswered_ping(keepalive_pings, keepalive, None));
     let drain_reason = tokio::select! {
         result = poll_fn(|cx| driver.poll(&mut conn, cx)) => return log_end(result),
         () = dead_peer.as_mut() => {
@@ -102,8 +108,33 @@ pub(crate) async fn serve<IO>(
         }
     };
     tracing::debug!(reason = drain_reason, "draining the connection");
-    log_end(drain(&mut conn, &mut driver, dead_peer).await);
+    let dead_peer = async {
+        let drain_probe = unanswered_ping(drain_pings, Some(DRAIN_PROBE), Some(Duration::ZERO));
+        tokio::select! {
+            () = dead_peer => {}
+            () = drain_probe => {}
+        }
+    };
+    log_end(drain(&mut conn, &mut driver, pin!(dead_peer)).await);
 }
+
+/// How long a draining connection waits for the peer to acknowledge the PING sent with the first
+/// GOAWAY before it sends the final one anyway: requests the peer sent before it saw the first
+/// GOAWAY have arrived by the acknowledgement. grpc-go's server waits as long.
+const SHUTDOWN_PING_WAIT: Duration = Duration::from_secs(5);
+
+/// How long the final GOAWAY may take to leave before a connection with no stream left is
+/// dropped: a peer that does not read can fill the socket's buffer.
+const FINAL_GOAWAY_WAIT: Duration = Duration::from_secs(1);
+
+/// Without keepalive, how a draining connection finds that its peer is gone (a vanished client,
+/// or one that stopped reading), so calls in flight on it do not hold a shutdown forever: a
+/// PING at once and then every `interval`, each to be answered within `timeout`. An HTTP/2
+/// client answers pings whatever its application is doing.
+const DRAIN_PROBE: Keepalive = Keepalive {
+    interval: Duration::from_secs(10),
+    timeout: Duration::from_secs(10),
+};
 
 fn log_end(result: Result<(), h2::Error>) {
     if let Err(error) = result {
@@ -112,8 +143,13 @@ fn log_end(result: Result<(), h2::Error>) {
 }
 
 /// Sends GOAWAY (the peer opens no new streams) and serves the streams in flight until they
-/// end, until the drain grace runs out, or until `dead_peer` finds the peer gone (keepalive);
-/// in the last two cases the connection is dropped with its calls.
+/// end, until the drain grace runs out, or until `dead_peer` finds the peer gone; in the last
+/// two cases the connection is dropped with its calls.
+///
+/// h2 sends the final GOAWAY, and closes a connection with no stream left, once the peer
+/// acknowledges the PING sent with the first. A peer that never does (it vanished, or is a
+/// health checker that stopped after the handshake) is given [`SHUTDOWN_PING_WAIT`]: then the
+/// final GOAWAY goes out as soon as no stream is left, and the connection closes.
 async fn drain<IO>(
     conn: &mut Connection<IO, Bytes>,
     driver: &mut Driver,
@@ -124,7 +160,31 @@ where
 {
     conn.graceful_shutdown();
     let grace = driver.shared.connection.drain_grace;
-    let finish = poll_fn(|cx| driver.poll(conn, cx));
+    let mut ack_wait = pin!(tokio::time::sleep(SHUTDOWN_PING_WAIT));
+    // Armed once the final GOAWAY is queued.
+    let mut closing = pin!(tokio::time::sleep(Duration::ZERO));
+    let mut final_goaway_queued = false;
+    let finish = poll_fn(|cx| {
+        if let Poll::Ready(ended) = driver.poll(conn, cx) {
+            return Poll::Ready(ended);
+        }
+        if final_goaway_queued {
+            return closing.as_mut().poll(cx).map(|()| {
+                tracing::debug!("the final GOAWAY could not be written; closing the connection");
+                Ok(())
+            });
+        }
+        // h2 wakes this task when a stream ends, so the test is made again then.
+        if ack_wait.as_mut().poll(cx).is_ready() && !conn.has_streams() {
+            tracing::debug!("shutdown PING unanswered, no stream left: sending the final GOAWAY");
+            conn.abrupt_shutdown(h2::Reason::NO_ERROR);
+            final_goaway_queued = true;
+            closing.as_mut().reset(Instant::now() + FINAL_GOAWAY_WAIT);
+            // Polled again at once, to write the GOAWAY and arm the timer.
+            cx.waker().wake_by_ref();
+        }
+        Poll::Pending
+    });
     tokio::select! {
         result = finish => result,
         () = sleep_for(grace) => {
@@ -132,7 +192,7 @@ where
             Ok(())
         }
         () = dead_peer => {
-            tracing::debug!("keepalive ping unanswered while draining; closing the connection");
+            tracing::debug!("ping unanswered while draining; closing the connection");
             Ok(())
         }
     }
@@ -146,15 +206,21 @@ async fn sleep_for(duration: Option<Duration>) {
     }
 }
 
-/// Pings the peer at the keepalive interval; completes when a ping goes unanswered for the
-/// keepalive timeout. Never completes without keepalive (or once the connection is gone, which
-/// the driver notices itself).
-async fn unanswered_ping(ping_pong: Option<h2::PingPong>, keepalive: Option<Keepalive>) {
+/// Pings the peer after `first`, then at the keepalive interval; completes when a ping goes
+/// unanswered for the keepalive timeout. Never completes without keepalive (or once the
+/// connection is gone, which the driver notices itself).
+async fn unanswered_ping(
+    ping_pong: Option<h2::PingPong>,
+    keepalive: Option<Keepalive>,
+    first: Option<Duration>,
+) {
     let (Some(mut ping_pong), Some(keepalive)) = (ping_pong, keepalive) else {
         return std::future::pending().await;
     };
+    let mut wait = first.unwrap_or(keepalive.interval);
     loop {
-        tokio::time::sleep(keepalive.interval).await;
+        tokio::time::sleep(wait).await;
+        wait = keepalive.interval;
         if ping_pong.send_ping(h2::Ping::opaque()).is_err() {
             return std::future::pending().await;
         }

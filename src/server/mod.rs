@@ -291,7 +291,13 @@ impl Builder {
     }
 
     /// After GOAWAY (for age, idleness or shutdown), how long calls in flight may go on before their
-    /// connection is closed (default: as long as they take).
+    /// connection is closed (default: as long as they take, while the peer answers pings).
+    ///
+    /// Without a grace a drain is still bounded for peers that are gone: an HTTP/2 connection
+    /// with no call in flight closes once the peer acknowledges the shutdown PING, or 5 s after
+    /// the GOAWAY if it never does; one with calls in flight is pinged, and closed when a ping
+    /// goes unanswered for 10 s (or for the [`http2_keepalive`](Self::http2_keepalive) timeout).
+    /// An HTTP/1.1 connection has no pings: only a grace bounds a request that never ends there.
     pub fn drain_grace(mut self, grace: Duration) -> Self {
         self.connection.drain_grace = Some(grace);
         self
@@ -340,7 +346,7 @@ impl Builder {
 
     /// Binds `addr` and serves until `signal` completes, then shuts down gracefully: it stops
     /// accepting connections, sends GOAWAY on each open one, and returns once every call in
-    /// flight has finished.
+    /// flight has finished (see [`drain_grace`](Self::drain_grace) for the bounds on that).
     pub async fn serve_with_shutdown<F>(self, addr: SocketAddr, signal: F) -> io::Result<()>
     where
         F: Future<Output = ()>,

@@ -51,11 +51,16 @@ impl TestServer {
     }
 
     /// Shuts down gracefully and waits (bounded) until the server returns.
-    pub async fn stop(mut self) {
+    pub async fn stop(self) {
+        self.stop_within(Duration::from_secs(10)).await;
+    }
+
+    /// Shuts down gracefully and waits until the server returns, failing after `limit`.
+    pub async fn stop_within(mut self, limit: Duration) {
         self.begin_stop();
-        tokio::time::timeout(Duration::from_secs(10), self.task)
+        tokio::time::timeout(limit, self.task)
             .await
-            .expect("server stops within 10 s")
+            .unwrap_or_else(|_| panic!("server stops within {limit:?}"))
             .expect("server task did not panic")
             .expect("server returned Ok");
     }
@@ -302,6 +307,44 @@ pub mod raw_frames {
     /// RST_STREAM with CANCEL.
     pub fn cancel(stream: u32) -> Vec<u8> {
         frame(0x3, 0x0, stream, &8u32.to_be_bytes())
+    }
+
+    /// A frame as read back: type, flags, stream and payload.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Frame {
+        pub kind: u8,
+        pub flags: u8,
+        pub stream: u32,
+        pub payload: Vec<u8>,
+    }
+
+    /// The whole frames at the start of `bytes`, in order (a cut-off last one is left out).
+    pub fn parse(mut bytes: &[u8]) -> Vec<Frame> {
+        let mut frames = Vec::new();
+        while bytes.len() >= 9 {
+            let len = u32::from_be_bytes([0, bytes[0], bytes[1], bytes[2]]) as usize;
+            if bytes.len() < 9 + len {
+                break;
+            }
+            let stream = u32::from_be_bytes(bytes[5..9].try_into().unwrap()) & 0x7fff_ffff;
+            frames.push(Frame {
+                kind: bytes[3],
+                flags: bytes[4],
+                stream,
+                payload: bytes[9..9 + len].to_vec(),
+            });
+            bytes = &bytes[9 + len..];
+        }
+        frames
+    }
+
+    /// The last-stream-ids of the GOAWAY frames among `frames`, in order.
+    pub fn goaway_last_stream_ids(frames: &[Frame]) -> Vec<u32> {
+        frames
+            .iter()
+            .filter(|frame| frame.kind == 0x7)
+            .map(|frame| u32::from_be_bytes(frame.payload[..4].try_into().unwrap()) & 0x7fff_ffff)
+            .collect()
     }
 }
 
