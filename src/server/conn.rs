@@ -109,7 +109,7 @@ pub(crate) async fn serve<IO>(
     };
     tracing::debug!(reason = drain_reason, "draining the connection");
     let dead_peer = async {
-        let drain_probe = unanswered_ping(drain_pings, Some(DRAIN_PROBE), Some(Duration::ZERO));
+        let drain_probe = unanswered_ping(drain_pings, Some(DRAIN_PROBE), Some(SHUTDOWN_PING_WAIT));
         tokio::select! {
             () = dead_peer => {}
             () = drain_probe => {}
@@ -129,8 +129,12 @@ const FINAL_GOAWAY_WAIT: Duration = Duration::from_secs(1);
 
 /// Without keepalive, how a draining connection finds that its peer is gone (a vanished client,
 /// or one that stopped reading), so calls in flight on it do not hold a shutdown forever: a
-/// PING at once and then every `interval`, each to be answered within `timeout`. An HTTP/2
-/// client answers pings whatever its application is doing.
+/// PING once the shutdown PING's wait is over and then every `interval`, each to be answered
+/// within `timeout`. An HTTP/2 client answers pings whatever its application is doing.
+///
+/// Not at once: nginx (1.22) fails a call whose last frame it reads just after a PING when the
+/// connection closes right after that call, as a draining one does; in a drain that ends
+/// within [`SHUTDOWN_PING_WAIT`] the shutdown PING is the only one sent.
 const DRAIN_PROBE: Keepalive = Keepalive {
     interval: Duration::from_secs(10),
     timeout: Duration::from_secs(10),

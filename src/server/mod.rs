@@ -295,8 +295,9 @@ impl Builder {
     ///
     /// Without a grace a drain is still bounded for peers that are gone: an HTTP/2 connection
     /// with no call in flight closes once the peer acknowledges the shutdown PING, or 5 s after
-    /// the GOAWAY if it never does; one with calls in flight is pinged, and closed when a ping
-    /// goes unanswered for 10 s (or for the [`http2_keepalive`](Self::http2_keepalive) timeout).
+    /// the GOAWAY if it never does; one with calls in flight is pinged from then on, every
+    /// 10 s, and closed when a ping goes unanswered for 10 s (with
+    /// [`http2_keepalive`](Self::http2_keepalive), at its interval and timeout).
     /// An HTTP/1.1 connection has no pings: only a grace bounds a request that never ends there.
     pub fn drain_grace(mut self, grace: Duration) -> Self {
         self.connection.drain_grace = Some(grace);
