@@ -10,6 +10,7 @@ mod compression;
 mod deadline;
 mod future;
 mod handler;
+mod http2;
 mod metadata;
 mod response;
 mod server;

@@ -1,0 +1,180 @@
+//! The decoder against the public hpack-test-case stories (header blocks encoded by nghttp2,
+//! Go and Python), and the encoder's output for the stories' header lists decoded back.
+//!
+//! The stories are read from `../shared/hpack-test-case` beside the repository (or from
+//! `HPACK_TEST_CASE`); CI has them there.
+
+use std::path::PathBuf;
+
+use super::{Decoded, Decoder, Encoder, Indexing};
+
+type Field = (Vec<u8>, Vec<u8>);
+
+struct Case {
+    wire: Vec<u8>,
+    headers: Vec<Field>,
+    table_size: Option<usize>,
+}
+
+fn stories_dir() -> PathBuf {
+    let dir = std::env::var_os("HPACK_TEST_CASE").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/hpack-test-case"),
+        PathBuf::from,
+    );
+    assert!(
+        dir.join("raw-data").is_dir(),
+        "the hpack-test-case stories are not at {} (set HPACK_TEST_CASE)",
+        dir.display()
+    );
+    dir
+}
+
+fn hex(text: &str) -> Vec<u8> {
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+/// Every story of `set`, each a list of cases in order.
+fn stories(set: &str) -> Vec<(String, Vec<Case>)> {
+    let dir = stories_dir().join(set);
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
+        .collect();
+    paths.sort();
+    assert!(!paths.is_empty(), "no stories in {}", dir.display());
+    paths
+        .into_iter()
+        .map(|path| {
+            let story: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+            let cases = story["cases"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|case| Case {
+                    wire: case["wire"].as_str().map(hex).unwrap_or_default(),
+                    headers: case["headers"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .flat_map(|field| field.as_object().unwrap().iter())
+                        .map(|(name, value)| {
+                            (
+                                name.as_bytes().to_vec(),
+                                value.as_str().unwrap().as_bytes().to_vec(),
+                            )
+                        })
+                        .collect(),
+                    table_size: case["header_table_size"].as_u64().map(|size| size as usize),
+                })
+                .collect();
+            (path.display().to_string(), cases)
+        })
+        .collect()
+}
+
+fn decode_all(decoder: &mut Decoder, block: &[u8]) -> Vec<Field> {
+    let mut fields = Vec::new();
+    let decoded = decoder
+        .decode(block, usize::MAX / 2, |name, value| {
+            fields.push((name.to_vec(), value.to_vec()))
+        })
+        .unwrap();
+    assert_eq!(decoded, Decoded::Complete);
+    fields
+}
+
+#[test]
+fn the_decoder_passes_every_story() {
+    let mut blocks = 0;
+    for set in [
+        "nghttp2",
+        "nghttp2-change-table-size",
+        "go-hpack",
+        "python-hpack",
+    ] {
+        for (path, cases) in stories(set) {
+            let capacity = cases
+                .iter()
+                .filter_map(|case| case.table_size)
+                .max()
+                .unwrap_or(4096);
+            let mut decoder = Decoder::new(capacity.max(4096));
+            for (seqno, case) in cases.iter().enumerate() {
+                assert_eq!(
+                    decode_all(&mut decoder, &case.wire),
+                    case.headers,
+                    "{path}, case {seqno}"
+                );
+                blocks += 1;
+            }
+        }
+    }
+    assert!(blocks > 1000, "only {blocks} blocks decoded");
+}
+
+#[test]
+fn the_encoder_output_decodes_back_for_every_raw_story() {
+    for (path, cases) in stories("raw-data") {
+        let mut encoder = Encoder::default();
+        let mut decoder = Decoder::new(4096);
+        for (seqno, case) in cases.iter().enumerate() {
+            let mut block = Vec::new();
+            encoder.begin_block(&mut block);
+            for (i, (name, value)) in case.headers.iter().enumerate() {
+                // Some fields cached, some not, as a server mixes them.
+                let indexing = if i % 3 == 2 {
+                    Indexing::Never
+                } else {
+                    Indexing::Cache
+                };
+                encoder.field(name, value, indexing, &mut block);
+            }
+            assert_eq!(
+                decode_all(&mut decoder, &block),
+                case.headers,
+                "{path}, case {seqno}"
+            );
+        }
+    }
+}
+
+#[test]
+fn cached_fields_become_one_byte_and_survive_a_table_size_change() {
+    let mut encoder = Encoder::default();
+    let mut decoder = Decoder::new(4096);
+    let fields: [(&[u8], &[u8]); 2] = [
+        (b"content-type", b"application/grpc"),
+        (b"grpc-status", b"0"),
+    ];
+    let encode = |encoder: &mut Encoder| {
+        let mut block = Vec::new();
+        encoder.begin_block(&mut block);
+        encoder.status(200, &mut block);
+        for (name, value) in fields {
+            encoder.field(name, value, Indexing::Cache, &mut block);
+        }
+        block
+    };
+    let first = encode(&mut encoder);
+    let second = encode(&mut encoder);
+    assert_eq!(second.len(), 3, "{second:02x?}");
+    let expected = vec![
+        (b":status".to_vec(), b"200".to_vec()),
+        (fields[0].0.to_vec(), fields[0].1.to_vec()),
+        (fields[1].0.to_vec(), fields[1].1.to_vec()),
+    ];
+    assert_eq!(decode_all(&mut decoder, &first), expected);
+    assert_eq!(decode_all(&mut decoder, &second), expected);
+    // The client shrinks its table to nothing and back: the encoder says so and re-inserts.
+    encoder.set_peer_table_size(0);
+    encoder.set_peer_table_size(4096);
+    let third = encode(&mut encoder);
+    assert_eq!(&third[..3], &[0x20, 0x3f, 0xe1], "updates to 0, then 4096");
+    assert_eq!(decode_all(&mut decoder, &third), expected);
+    assert_eq!(decode_all(&mut decoder, &encode(&mut encoder)), expected);
+}
