@@ -6,4 +6,5 @@
 //! suite (`docs/ARCHITECTURE.md`).
 #![allow(dead_code)]
 
+pub(crate) mod frame;
 pub(crate) mod hpack;
