@@ -32,7 +32,7 @@ const MAX_MAX_FRAME_SIZE: u32 = (1 << 24) - 1;
 
 impl Settings {
     pub(super) fn parse(payload: &[u8]) -> Result<Settings, FrameError> {
-        if payload.len() % 6 != 0 {
+        if !payload.len().is_multiple_of(6) {
             return Err(FrameError::Connection(
                 Reason::FRAME_SIZE_ERROR,
                 "SETTINGS not a multiple of 6 bytes",
