@@ -32,8 +32,10 @@ pub struct RequestBody {
 
 /// The source of the part of a request body that has not arrived yet.
 enum Rest {
-    /// The HTTP/2 stream, when fastgrpc's own server serves the call.
+    /// The HTTP/2 stream, when the server's h2 engine serves the call.
     H2(h2::RecvStream),
+    /// The stream, when fastgrpc's own HTTP/2 engine serves the call.
+    Engine(std::sync::Arc<crate::http2::StreamShared>),
     /// Another server's body (a fastgrpc service mounted in tonic, or a test's body).
     Body(tonic::body::Body),
 }
@@ -57,6 +59,14 @@ impl RequestBody {
         RequestBody {
             received,
             rest: Some(Rest::H2(rest)),
+        }
+    }
+
+    /// A body of which the rest arrives through fastgrpc's own HTTP/2 connection.
+    pub(crate) fn engine(rest: std::sync::Arc<crate::http2::StreamShared>) -> Self {
+        RequestBody {
+            received: None,
+            rest: Some(Rest::Engine(rest)),
         }
     }
 
@@ -113,6 +123,7 @@ impl http_body::Body for RequestBody {
         let frame = match self.rest.as_mut() {
             None => return Poll::Ready(None),
             Some(Rest::H2(rest)) => ready!(poll_h2_frame(rest, cx)),
+            Some(Rest::Engine(rest)) => ready!(poll_engine_frame(rest, cx)),
             Some(Rest::Body(rest)) => ready!(Pin::new(rest).poll_frame(cx)),
         };
         // Data may follow; an error, trailers or the end close the body.
@@ -151,6 +162,23 @@ fn poll_h2_frame(
     }
     let trailers = ready!(rest.poll_trailers(cx)).map_err(stream_error)?;
     Poll::Ready(trailers.map(|trailers| Ok(Frame::trailers(trailers))))
+}
+
+/// The next frame of a request stream of fastgrpc's own engine.
+fn poll_engine_frame(
+    rest: &crate::http2::StreamShared,
+    cx: &mut Context<'_>,
+) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+    use crate::http2::RecvEnd;
+    Poll::Ready(match ready!(rest.poll_next(cx)) {
+        Ok(data) => Some(Ok(Frame::data(data))),
+        Err(RecvEnd::Done(None)) => None,
+        Err(RecvEnd::Done(Some(trailers))) => Some(Ok(Frame::trailers(trailers))),
+        Err(RecvEnd::Reset(reason)) => Some(Err(Status::cancelled(format!(
+            "the client ended the request stream (reset with code {})",
+            reason.0
+        )))),
+    })
 }
 
 impl From<Bytes> for RequestBody {

@@ -40,8 +40,8 @@ pub use crate::handler::{BoxStream, ResponseFuture};
 pub use crate::metadata::Trailers;
 pub use crate::server::{
     Address, AsyncInterceptor, BoxError, Builder, CalledMethod, ConnectInfo, Connected, Cors,
-    Dispatcher, FastService, ForTonic, Intercepted, Interceptor, NamedService, Server, ServerStats,
-    TowerService, async_interceptor,
+    Dispatcher, FastService, ForTonic, Http2Engine, Intercepted, Interceptor, NamedService, Server,
+    ServerStats, TowerService, async_interceptor,
 };
 #[cfg(feature = "tls")]
 pub use crate::server::{TlsConfig, TlsError};

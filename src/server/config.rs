@@ -3,6 +3,10 @@
 
 use std::time::Duration;
 
+use tokio_util::sync::CancellationToken;
+
+use super::activity::Activity;
+
 /// Settings every connection of a server shares. Defaults are safe for a server facing
 /// untrusted clients; each has a `Builder` method.
 #[derive(Debug, Clone)]
@@ -28,6 +32,31 @@ pub(crate) struct ConnectionConfig {
     pub(crate) inline_budget: Duration,
     /// Whether HTTP/1.1 connections (gRPC-Web from browsers) are served beside HTTP/2.
     pub(crate) accept_http1: bool,
+    /// Which HTTP/2 implementation serves connections.
+    pub(crate) engine: Http2Engine,
+}
+
+/// Which HTTP/2 implementation serves a server's connections
+/// ([`Builder::http2_engine`](super::Builder::http2_engine)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Http2Engine {
+    /// The `h2` crate, driven directly (the default for now).
+    H2Crate,
+    /// fastgrpc's own connection, built for gRPC (in development: it becomes the default
+    /// once it passes every suite the h2 engine passes).
+    Fastgrpc,
+}
+
+impl Http2Engine {
+    /// The default: `H2Crate`, unless the environment variable `FASTGRPC_HTTP2_ENGINE` says
+    /// `fastgrpc` (or `h2`), so a whole test suite can run on either engine unchanged.
+    fn from_env() -> Http2Engine {
+        match std::env::var("FASTGRPC_HTTP2_ENGINE").as_deref() {
+            Ok("fastgrpc") => Http2Engine::Fastgrpc,
+            _ => Http2Engine::H2Crate,
+        }
+    }
 }
 
 /// HTTP/2 keepalive pings: one every `interval`, each to be answered within `timeout`.
@@ -67,6 +96,7 @@ impl Default for ConnectionConfig {
             // ones lets its first answers go after about this much work.
             inline_budget: Duration::from_micros(500),
             accept_http1: true,
+            engine: Http2Engine::from_env(),
         }
     }
 }
@@ -82,6 +112,32 @@ impl ConnectionConfig {
             .max_header_list_size(self.max_header_list_size)
             .data_frame_budget(self.data_frame_budget);
         builder
+    }
+}
+
+/// Why a connection must drain, once it must: the server shuts down, the connection reached
+/// its maximum age, or it was idle for too long. Never completes while none of those happens.
+pub(crate) async fn drain_reason(
+    config: &ConnectionConfig,
+    activity: &Activity,
+    shutdown: &CancellationToken,
+) -> &'static str {
+    tokio::select! {
+        () = shutdown.cancelled() => "the server is shutting down",
+        () = sleep_for(config.max_connection_age.map(jittered)) => {
+            "the connection reached its maximum age"
+        }
+        () = activity.idle_for(config.max_connection_idle) => {
+            "the connection was idle for too long"
+        }
+    }
+}
+
+/// Completes after `duration`; never without one.
+pub(crate) async fn sleep_for(duration: Option<Duration>) {
+    match duration {
+        Some(duration) => tokio::time::sleep(duration).await,
+        None => std::future::pending().await,
     }
 }
 

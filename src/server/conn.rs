@@ -34,7 +34,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Shared;
 use super::activity::Activity;
-use super::config::{Keepalive, jittered};
+use super::config::{Keepalive, drain_reason, sleep_for};
 use super::connect_info::ConnectInfo;
 use super::send::{pump, send_head, send_inline};
 use super::service::FastService;
@@ -99,13 +99,7 @@ pub(crate) async fn serve<IO>(
             tracing::debug!("keepalive ping unanswered; closing the connection");
             return;
         }
-        () = shutdown.cancelled() => "the server is shutting down",
-        () = sleep_for(shared.connection.max_connection_age.map(jittered)) => {
-            "the connection reached its maximum age"
-        }
-        () = activity.idle_for(shared.connection.max_connection_idle) => {
-            "the connection was idle for too long"
-        }
+        reason = drain_reason(&shared.connection, &activity, &shutdown) => reason,
     };
     tracing::debug!(reason = drain_reason, "draining the connection");
     let dead_peer = async {
@@ -199,14 +193,6 @@ where
             tracing::debug!("ping unanswered while draining; closing the connection");
             Ok(())
         }
-    }
-}
-
-/// Completes after `duration`; never without one.
-async fn sleep_for(duration: Option<Duration>) {
-    match duration {
-        Some(duration) => tokio::time::sleep(duration).await,
-        None => std::future::pending().await,
     }
 }
 
@@ -387,7 +373,7 @@ fn serve_stream(
 }
 
 /// Puts what handlers may read of the connection into a request's extensions.
-pub(super) fn give_connect_info(extensions: &mut http::Extensions, info: &ConnectInfo) {
+pub(crate) fn give_connect_info(extensions: &mut http::Extensions, info: &ConnectInfo) {
     #[cfg(feature = "tonic-remote-addr")]
     insert_tonic_connect_info(extensions, info);
     extensions.insert(info.clone());
@@ -471,6 +457,6 @@ fn take_received(mut recv: RecvStream, cx: &mut Context<'_>) -> RequestBody {
 }
 
 /// A handler panicked: the call ends with `INTERNAL`; the connection and its other calls live on.
-pub(super) fn panic_response(panic: Panic) -> http::Response<ResponseBody> {
+pub(crate) fn panic_response(panic: Panic) -> http::Response<ResponseBody> {
     crate::response::status(&panic_status(panic))
 }

@@ -21,7 +21,7 @@ use tokio_util::task::TaskTracker;
 use super::connect_info::{ConnectInfo, Connected};
 use super::from_tower::BoxError;
 use super::sniff::{Protocol, sniff};
-use super::{Shared, conn, http1};
+use super::{Http2Engine, Shared, conn, http1};
 
 /// Serves every connection `incoming` yields until `signal` completes, `incoming` ends or it
 /// reports that it can accept no more, then shuts down gracefully: `incoming` is dropped (so a
@@ -232,7 +232,7 @@ async fn http<IO>(
     IO: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
     if !shared.connection.accept_http1 {
-        return conn::serve(io, info, handshake_deadline, shared, shutdown).await;
+        return http2(io, info, handshake_deadline, shared, shutdown).await;
     }
     let sniffed = tokio::select! {
         sniffed = tokio::time::timeout_at(handshake_deadline, sniff(io)) => sniffed,
@@ -240,11 +240,29 @@ async fn http<IO>(
     };
     match sniffed {
         Ok(Some((Protocol::Http2, io))) => {
-            conn::serve(io, info, handshake_deadline, shared, shutdown).await;
+            http2(io, info, handshake_deadline, shared, shutdown).await;
         }
         Ok(Some((Protocol::Http1, io))) => http1::serve(io, info, shared, shutdown).await,
         Ok(None) => {}
         Err(_) => tracing::debug!("the connection sent nothing telling its protocol in time"),
+    }
+}
+
+/// Serves HTTP/2 with the server's engine.
+async fn http2<IO>(
+    io: IO,
+    info: Option<ConnectInfo>,
+    handshake_deadline: Instant,
+    shared: Arc<Shared>,
+    shutdown: CancellationToken,
+) where
+    IO: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    match shared.connection.engine {
+        Http2Engine::H2Crate => conn::serve(io, info, handshake_deadline, shared, shutdown).await,
+        Http2Engine::Fastgrpc => {
+            crate::http2::serve(io, info, handshake_deadline, shared, shutdown).await;
+        }
     }
 }
 

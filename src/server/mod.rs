@@ -27,7 +27,11 @@ mod sniff;
 #[cfg(feature = "tls")]
 mod tls;
 
+pub(crate) use self::activity::Activity;
 pub use self::activity::ServerStats;
+pub use self::config::Http2Engine;
+pub(crate) use self::config::{drain_reason, sleep_for};
+pub(crate) use self::conn::{give_connect_info, panic_response};
 pub use self::connect_info::{Address, ConnectInfo, Connected};
 pub use self::dispatch::Dispatcher;
 pub use self::for_tonic::ForTonic;
@@ -85,15 +89,15 @@ pub struct Builder {
 
 /// What every connection of a server shares.
 #[derive(Debug)]
-struct Shared {
+pub(crate) struct Shared {
     /// The router, behind the server-wide layers if there are any.
-    service: Dispatcher,
-    connection: ConnectionConfig,
+    pub(crate) service: Dispatcher,
+    pub(crate) connection: ConnectionConfig,
     /// Deadline of calls whose client sets none (or a later one).
-    default_timeout: Option<Duration>,
-    stats: ServerStats,
+    pub(crate) default_timeout: Option<Duration>,
+    pub(crate) stats: ServerStats,
     /// Whether each request gets the [`ConnectInfo`] of its connection.
-    connect_info: bool,
+    pub(crate) connect_info: bool,
     #[cfg(feature = "tls")]
     tls: Option<tls::Acceptor>,
 }
@@ -204,6 +208,13 @@ impl Builder {
     /// (see the generated server's `inline_cost_limit`).
     pub fn inline_budget(mut self, budget: Duration) -> Self {
         self.connection.inline_budget = budget;
+        self
+    }
+
+    /// Which HTTP/2 implementation serves connections (default: [`Http2Engine::H2Crate`], or
+    /// what `FASTGRPC_HTTP2_ENGINE` says). HTTP/1.1 is served by hyper either way.
+    pub fn http2_engine(mut self, engine: Http2Engine) -> Self {
+        self.connection.engine = engine;
         self
     }
 

@@ -50,7 +50,6 @@ pub(crate) struct Reason(pub(crate) u32);
 impl Reason {
     pub(crate) const NO_ERROR: Reason = Reason(0x0);
     pub(crate) const PROTOCOL_ERROR: Reason = Reason(0x1);
-    pub(crate) const INTERNAL_ERROR: Reason = Reason(0x2);
     pub(crate) const FLOW_CONTROL_ERROR: Reason = Reason(0x3);
     pub(crate) const SETTINGS_TIMEOUT: Reason = Reason(0x4);
     pub(crate) const STREAM_CLOSED: Reason = Reason(0x5);

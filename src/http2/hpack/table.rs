@@ -119,6 +119,7 @@ impl DynamicTable {
         self.capacity
     }
 
+    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }

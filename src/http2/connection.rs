@@ -1,0 +1,1374 @@
+//! One HTTP/2 server connection, owned by its task: the read buffer, the write buffer, HPACK's
+//! two tables, every stream and both directions of flow control.
+//!
+//! A poll reads what the socket has, handles every whole frame in the buffer (DATA is sliced
+//! out of it, not copied), then starts the calls whose requests arrived, answering those that
+//! are ready at once, and writes everything produced in the poll with one write. Calls that
+//! wait finish in tasks and hand their responses back through the [`Outbox`]; reply bodies are
+//! polled here, woken per stream, and their messages packed into as few DATA frames as the
+//! windows and the frame size allow.
+//!
+//! Every buffer has a bound: the read buffer one frame (whose size we announce), a header
+//! block four header lists, the write buffer [`WRITE_HIGH_WATER`] (beyond it nothing more is
+//! read, so a client that does not read cannot make us queue answers to its pings or
+//! requests), request data the windows we announce, reply data what the handler produced and
+//! the client's window allows.
+
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::panic::{self, AssertUnwindSafe};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use futures_util::FutureExt;
+use http::HeaderMap;
+use http_body::Body as _;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::time::{Instant, Sleep};
+
+use super::frame::{self, Frame, FrameError, HEAD_LEN, Head, Reason, Settings};
+use super::hpack::{self, Decoded};
+use super::request::{RequestHead, Trailers};
+use super::response;
+use super::shared::{Finished, Outbox, RecvEnd, StreamShared, StreamWaker, Taken};
+use crate::body::{Outgoing, RequestBody, ResponseBody};
+use crate::deadline::{self, Deadline};
+use crate::handler::{Panic, ResponseFuture, clock, panic_status};
+use crate::server::{
+    Activity, ConnectInfo, FastService, Shared, give_connect_info, panic_response,
+};
+use crate::status;
+
+/// The client connection preface (RFC 9113 §3.4).
+pub(crate) const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// Past this much unwritten output, nothing more is read until some of it is written.
+const WRITE_HIGH_WATER: usize = 256 * 1024;
+
+/// How much of one streaming reply is sent in one round, so that one fast stream does not keep
+/// the others (and the reading) waiting.
+const BODY_ROUND_BYTES: usize = 64 * 1024;
+
+/// Replies smaller than this are copied together into one DATA frame; larger ones are sent as
+/// they are.
+const COALESCE_BELOW: usize = 16 * 1024;
+
+/// The payloads of our two kinds of PING.
+const SHUTDOWN_PING: [u8; 8] = *b"fgshutdn";
+const KEEPALIVE_PING: [u8; 8] = *b"fgkeepal";
+
+/// How long the drain waits for the shutdown PING's ack before sending the final GOAWAY
+/// anyway (as grpc-go's server does), and then how a drain without keepalive checks that its
+/// peer still answers; see `server::conn` for the same policy on the h2 engine.
+pub(crate) const SHUTDOWN_PING_WAIT: Duration = Duration::from_secs(5);
+const DRAIN_PROBE_INTERVAL: Duration = Duration::from_secs(10);
+const DRAIN_PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How the connection ended.
+#[derive(Debug)]
+pub(crate) enum Ended {
+    /// The client closed it, or it was shut down and drained.
+    Closed,
+    /// A protocol error (we sent GOAWAY with this reason), an I/O error, or a dead peer.
+    Error(String),
+}
+
+/// Where a stream's request body goes.
+enum Recv {
+    /// The call has not started: data is kept here, and given whole if the request ends first.
+    Before(Vec<Bytes>),
+    /// The call is reading it.
+    Shared(Arc<StreamShared>),
+    /// Nobody reads it any more (the call ended first): data is dropped and credited back.
+    Dropped,
+}
+
+/// A reply body being sent.
+struct Sending {
+    body: ResponseBody,
+    waker: Waker,
+    deadline: Option<Deadline>,
+}
+
+struct Stream {
+    /// The client has not ended its side yet.
+    recv_open: bool,
+    recv: Recv,
+    /// What the client may still send on this stream (our window).
+    recv_window: i64,
+    /// Received and read, not yet given back with WINDOW_UPDATE.
+    recv_unreleased: u32,
+    content_length: Option<u64>,
+    received: u64,
+    /// What we may send on this stream (the client's window).
+    send_window: i64,
+    /// Whether the response head has been sent.
+    head_sent: bool,
+    /// Reply data waiting for window, then how the stream ends.
+    pending: VecDeque<Bytes>,
+    pending_end: Option<End>,
+    sending: Option<Sending>,
+    /// Set for calls running in tasks, and request bodies read while they arrive.
+    shared: Option<Arc<StreamShared>>,
+    /// The request head, until its call starts.
+    head: Option<http::request::Parts>,
+}
+
+/// How a reply ends once its data is sent.
+enum End {
+    Trailers(HeaderMap),
+    /// An empty DATA frame with END_STREAM.
+    Data,
+}
+
+/// A header block arriving in CONTINUATION frames.
+struct Continuation {
+    stream: u32,
+    end_stream: bool,
+    depends_on_itself: bool,
+    block: BytesMut,
+}
+
+/// The drain, once it has begun.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Drain {
+    Open,
+    /// The first GOAWAY (2^31-1) and the shutdown PING went out at `since`.
+    Announced,
+    /// The final GOAWAY went out: no new stream; close once the last ends.
+    Final,
+}
+
+pub(crate) struct Connection<IO> {
+    io: IO,
+    shared: Arc<Shared>,
+    activity: Arc<Activity>,
+    connect_info: Option<ConnectInfo>,
+    read_buf: BytesMut,
+    write_buf: BytesMut,
+    decoder: hpack::Decoder,
+    encoder: hpack::Encoder,
+    streams: HashMap<u32, Stream>,
+    /// The highest stream the client opened.
+    last_stream: u32,
+    /// Calls to start, in the order their requests arrived.
+    queue: VecDeque<u32>,
+    continuation: Option<Continuation>,
+    /// The client's settings that matter to us.
+    peer_initial_window: i64,
+    peer_max_frame_size: usize,
+    /// Connection flow control: what we may send, what the client may send.
+    send_window: i64,
+    recv_window: i64,
+    recv_unreleased: u32,
+    /// Streams whose pending data waits for the connection window or the write buffer.
+    blocked: bool,
+    preface_seen: bool,
+    settings_seen: bool,
+    settings_acked: bool,
+    drain: Drain,
+    peer_goaway: bool,
+    /// The error we send GOAWAY for; the connection closes once it is written.
+    failed: Option<(Reason, &'static str)>,
+    outbox: Arc<Outbox>,
+    taken: Taken,
+    /// Timers: the next keepalive or drain ping (or its timeout), the shutdown PING's wait,
+    /// the settings ack and the deadlines of reply streams.
+    ping_timer: Pin<Box<Sleep>>,
+    ping_outstanding: bool,
+    ack_timer: Pin<Box<Sleep>>,
+    deadline_timer: Pin<Box<Sleep>>,
+    deadline_armed: bool,
+    /// Streams whose reply bodies woke up, to poll this round.
+    ready: Vec<u32>,
+}
+
+impl<IO> Connection<IO>
+where
+    IO: AsyncRead + AsyncWrite + Unpin,
+{
+    pub(crate) fn new(
+        io: IO,
+        shared: Arc<Shared>,
+        activity: Arc<Activity>,
+        connect_info: Option<ConnectInfo>,
+        handshake_deadline: Instant,
+    ) -> Connection<IO> {
+        let config = &shared.connection;
+        let mut write_buf = BytesMut::with_capacity(16 * 1024);
+        Settings {
+            header_table_size: None,
+            enable_push: Some(false),
+            max_concurrent_streams: Some(config.max_concurrent_streams),
+            initial_window_size: Some(config.initial_stream_window_size),
+            max_frame_size: Some(config.max_frame_size),
+            max_header_list_size: Some(config.max_header_list_size),
+        }
+        .put(&mut write_buf);
+        let connection_window = config.initial_connection_window_size.max(65_535);
+        if connection_window > 65_535 {
+            frame::put_window_update(&mut write_buf, 0, connection_window - 65_535);
+        }
+        let now = Instant::now();
+        Connection {
+            io,
+            read_buf: BytesMut::with_capacity(16 * 1024),
+            write_buf,
+            decoder: hpack::Decoder::new(hpack::DEFAULT_TABLE_SIZE),
+            encoder: hpack::Encoder::default(),
+            streams: HashMap::new(),
+            last_stream: 0,
+            queue: VecDeque::new(),
+            continuation: None,
+            peer_initial_window: 65_535,
+            peer_max_frame_size: frame::DEFAULT_MAX_FRAME_SIZE as usize,
+            send_window: 65_535,
+            recv_window: connection_window as i64,
+            recv_unreleased: 0,
+            blocked: false,
+            preface_seen: false,
+            settings_seen: false,
+            settings_acked: false,
+            drain: Drain::Open,
+            peer_goaway: false,
+            failed: None,
+            outbox: Arc::new(Outbox::default()),
+            taken: Taken::default(),
+            ping_timer: Box::pin(tokio::time::sleep_until(
+                now + config
+                    .keepalive
+                    .map_or(Duration::from_secs(86_400 * 365), |k| k.interval),
+            )),
+            ping_outstanding: false,
+            // The client's preface and SETTINGS, and its ack of ours, are due by then.
+            ack_timer: Box::pin(tokio::time::sleep_until(handshake_deadline)),
+            deadline_timer: Box::pin(tokio::time::sleep_until(now)),
+            deadline_armed: false,
+            ready: Vec::new(),
+            shared,
+            activity,
+            connect_info,
+        }
+    }
+
+    /// Whether the client has sent its preface and SETTINGS.
+    pub(crate) fn handshake_done(&self) -> bool {
+        self.settings_seen
+    }
+
+    /// Starts a graceful shutdown: GOAWAY with 2^31-1 and a PING; the final GOAWAY follows its
+    /// ack (or [`SHUTDOWN_PING_WAIT`]), and the connection closes once its streams end.
+    pub(crate) fn graceful_shutdown(&mut self) {
+        if self.drain != Drain::Open {
+            return;
+        }
+        frame::put_goaway(
+            &mut self.write_buf,
+            frame::MAX_STREAM_ID,
+            Reason::NO_ERROR,
+            b"",
+        );
+        frame::put_ping(&mut self.write_buf, false, SHUTDOWN_PING);
+        self.drain = Drain::Announced;
+        let now = Instant::now();
+        self.ack_timer.as_mut().reset(now + SHUTDOWN_PING_WAIT);
+        if self.shared.connection.keepalive.is_none() {
+            // The drain's own liveness checks start once the shutdown PING's wait is over.
+            self.ping_outstanding = false;
+            self.ping_timer.as_mut().reset(now + SHUTDOWN_PING_WAIT);
+        }
+    }
+
+    /// Sends the final GOAWAY now; the connection closes once no stream is left.
+    fn final_goaway(&mut self) {
+        if self.drain == Drain::Final {
+            return;
+        }
+        frame::put_goaway(&mut self.write_buf, self.last_stream, Reason::NO_ERROR, b"");
+        self.drain = Drain::Final;
+    }
+
+    /// Serves until the connection ends.
+    pub(crate) fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Ended> {
+        let budget = self.shared.connection.inline_budget;
+        let mut serving_since = None;
+        for _ in 0..16 {
+            self.outbox.register(cx.waker());
+            self.take_outbox(cx);
+            if let Some(ended) = self.poll_timers(cx) {
+                return Poll::Ready(ended);
+            }
+            let mut read = Poll::Pending;
+            if self.failed.is_none() && self.write_buf.len() < WRITE_HIGH_WATER {
+                read = self.poll_read(cx);
+                if let Poll::Ready(Err(ended)) = read {
+                    return Poll::Ready(ended);
+                }
+                if let Err(error) = self.handle_frames() {
+                    self.fail(error);
+                }
+            }
+            let spent = self.start_calls(cx, &mut serving_since, budget);
+            self.send_bodies(cx);
+            if self.blocked {
+                self.flush_all_pending();
+            }
+            if let Poll::Ready(Err(error)) = self.poll_write(cx) {
+                return Poll::Ready(Ended::Error(error));
+            }
+            if let Some(ended) = self.poll_close(cx) {
+                return Poll::Ready(ended);
+            }
+            if spent {
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            // Go round again only if this round read something (there may be more).
+            if !matches!(read, Poll::Ready(Ok(true)))
+                && self.queue.is_empty()
+                && self.ready.is_empty()
+            {
+                return Poll::Pending;
+            }
+        }
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+
+    /// Closes once a failure's GOAWAY or the final GOAWAY has been written and nothing is left.
+    fn poll_close(&mut self, cx: &mut Context<'_>) -> Option<Ended> {
+        let done = match self.failed {
+            Some(_) => true,
+            None => (self.drain == Drain::Final || self.peer_goaway) && self.streams.is_empty(),
+        };
+        if !done || !self.write_buf.is_empty() {
+            return None;
+        }
+        let _ = Pin::new(&mut self.io).poll_shutdown(cx);
+        Some(match self.failed {
+            Some((reason, why)) => Ended::Error(format!("{why} ({reason:?})")),
+            None => Ended::Closed,
+        })
+    }
+
+    /// A connection error: GOAWAY with its reason; everything else stops.
+    fn fail(&mut self, error: FrameError) {
+        let FrameError::Connection(reason, why) = error else {
+            unreachable!("stream errors are handled where they arise")
+        };
+        if self.failed.is_some() {
+            return;
+        }
+        tracing::debug!(why, ?reason, "HTTP/2 connection error");
+        frame::put_goaway(
+            &mut self.write_buf,
+            self.last_stream,
+            reason,
+            why.as_bytes(),
+        );
+        self.failed = Some((reason, why));
+        self.queue.clear();
+        for (_, stream) in self.streams.drain() {
+            if let Some(shared) = stream.shared {
+                shared.end(RecvEnd::Reset(reason));
+            }
+        }
+    }
+
+    /// Reads what the socket has; `Ok(true)` if it read anything.
+    fn poll_read(&mut self, cx: &mut Context<'_>) -> Poll<Result<bool, Ended>> {
+        let frame_limit = HEAD_LEN + self.shared.connection.max_frame_size as usize;
+        if self.read_buf.capacity() - self.read_buf.len() < 4096 {
+            self.read_buf.reserve(frame_limit.max(16 * 1024));
+        }
+        match tokio_util::io::poll_read_buf(Pin::new(&mut self.io), cx, &mut self.read_buf) {
+            Poll::Ready(Ok(0)) => Poll::Ready(Err(Ended::Closed)),
+            Poll::Ready(Ok(_)) => Poll::Ready(Ok(true)),
+            Poll::Ready(Err(error)) => Poll::Ready(Err(Ended::Error(error.to_string()))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    /// Writes the write buffer; streams that waited for room in it go on as it empties.
+    fn poll_write(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), String>> {
+        loop {
+            let wrote_any = !self.write_buf.is_empty();
+            while !self.write_buf.is_empty() {
+                match Pin::new(&mut self.io).poll_write(cx, &self.write_buf) {
+                    Poll::Ready(Ok(0)) => {
+                        return Poll::Ready(Err("the socket accepts no more".into()));
+                    }
+                    Poll::Ready(Ok(n)) => {
+                        let _ = self.write_buf.split_to(n);
+                    }
+                    Poll::Ready(Err(error)) => return Poll::Ready(Err(error.to_string())),
+                    Poll::Pending => return Poll::Pending,
+                }
+            }
+            if wrote_any {
+                // TLS streams hold written bytes until flushed.
+                if let Poll::Ready(Err(error)) = Pin::new(&mut self.io).poll_flush(cx) {
+                    return Poll::Ready(Err(error.to_string()));
+                }
+            }
+            if !self.blocked {
+                return Poll::Ready(Ok(()));
+            }
+            self.flush_all_pending();
+            if self.write_buf.is_empty() {
+                return Poll::Ready(Ok(()));
+            }
+        }
+    }
+
+    /// Handles every whole frame in the read buffer.
+    fn handle_frames(&mut self) -> Result<(), FrameError> {
+        if !self.preface_seen {
+            if self.read_buf.len() < PREFACE.len() {
+                return Ok(());
+            }
+            if &self.read_buf[..PREFACE.len()] != PREFACE {
+                return Err(FrameError::Connection(
+                    Reason::PROTOCOL_ERROR,
+                    "no HTTP/2 preface",
+                ));
+            }
+            let _ = self.read_buf.split_to(PREFACE.len());
+            self.preface_seen = true;
+        }
+        let max_frame_size = self.shared.connection.max_frame_size as usize;
+        while self.read_buf.len() >= HEAD_LEN && self.failed.is_none() {
+            let head = Head::parse(self.read_buf[..HEAD_LEN].try_into().expect("9 bytes"));
+            if head.len > max_frame_size {
+                return Err(FrameError::Connection(
+                    Reason::FRAME_SIZE_ERROR,
+                    "a frame above our SETTINGS_MAX_FRAME_SIZE",
+                ));
+            }
+            if self.read_buf.len() < HEAD_LEN + head.len {
+                // Room for the rest of the frame, so the next read completes it.
+                self.read_buf
+                    .reserve(HEAD_LEN + head.len - self.read_buf.len());
+                return Ok(());
+            }
+            let _ = self.read_buf.split_to(HEAD_LEN);
+            let payload = self.read_buf.split_to(head.len).freeze();
+            if !self.settings_seen && head.kind != frame::kind::SETTINGS {
+                return Err(FrameError::Connection(
+                    Reason::PROTOCOL_ERROR,
+                    "the first frame is not SETTINGS",
+                ));
+            }
+            if let Some(continuation) = &self.continuation
+                && (head.kind != frame::kind::CONTINUATION || head.stream != continuation.stream)
+            {
+                return Err(FrameError::Connection(
+                    Reason::PROTOCOL_ERROR,
+                    "a header block interrupted",
+                ));
+            }
+            match frame::parse(head, payload) {
+                Ok(frame) => self.handle(frame)?,
+                Err(FrameError::Stream(stream, reason, why)) => self.reset(stream, reason, why),
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(())
+    }
+
+    fn handle(&mut self, frame: Frame) -> Result<(), FrameError> {
+        match frame {
+            Frame::Settings(settings) => {
+                self.settings_seen = true;
+                self.apply_settings(settings)?;
+                frame::put_settings_ack(&mut self.write_buf);
+            }
+            Frame::SettingsAck => {
+                self.settings_acked = true;
+            }
+            Frame::Ping {
+                ack: false,
+                payload,
+            } => frame::put_ping(&mut self.write_buf, true, payload),
+            Frame::Ping { ack: true, payload } => {
+                if payload == SHUTDOWN_PING && self.drain == Drain::Announced {
+                    self.final_goaway();
+                } else if payload == KEEPALIVE_PING {
+                    self.ping_outstanding = false;
+                    let interval = match (self.shared.connection.keepalive, self.drain) {
+                        (Some(keepalive), _) => keepalive.interval,
+                        (None, _) => DRAIN_PROBE_INTERVAL,
+                    };
+                    self.ping_timer.as_mut().reset(Instant::now() + interval);
+                }
+            }
+            Frame::GoAway { .. } => {
+                self.peer_goaway = true;
+            }
+            Frame::WindowUpdate {
+                stream: 0,
+                increment,
+            } => {
+                self.send_window += increment as i64;
+                if self.send_window > frame::MAX_WINDOW as i64 {
+                    return Err(FrameError::Connection(
+                        Reason::FLOW_CONTROL_ERROR,
+                        "connection window above 2^31-1",
+                    ));
+                }
+                self.flush_all_pending();
+            }
+            Frame::WindowUpdate { stream, increment } => {
+                self.check_not_idle(stream, "WINDOW_UPDATE on an idle stream")?;
+                if let Some(state) = self.streams.get_mut(&stream) {
+                    state.send_window += increment as i64;
+                    if state.send_window > frame::MAX_WINDOW as i64 {
+                        self.reset(
+                            stream,
+                            Reason::FLOW_CONTROL_ERROR,
+                            "stream window above 2^31-1",
+                        );
+                        return Ok(());
+                    }
+                    self.flush_pending(stream);
+                    self.ready.push(stream);
+                }
+            }
+            Frame::RstStream { stream, reason } => {
+                self.check_not_idle(stream, "RST_STREAM on an idle stream")?;
+                if let Some(state) = self.streams.remove(&stream) {
+                    tracing::debug!(stream, ?reason, "the client reset a stream");
+                    if let Some(shared) = state.shared {
+                        shared.end(RecvEnd::Reset(reason));
+                    }
+                }
+            }
+            Frame::Priority { .. } | Frame::Unknown => {}
+            Frame::Data {
+                stream,
+                end_stream,
+                data,
+                flow_len,
+            } => self.data(stream, end_stream, data, flow_len)?,
+            Frame::Headers {
+                stream,
+                end_stream,
+                end_headers,
+                depends_on_itself,
+                block,
+            } => {
+                if end_headers {
+                    self.header_block(stream, end_stream, depends_on_itself, &block)?;
+                } else {
+                    let mut buffered = BytesMut::with_capacity(block.len() * 2);
+                    buffered.extend_from_slice(&block);
+                    self.continuation = Some(Continuation {
+                        stream,
+                        end_stream,
+                        depends_on_itself,
+                        block: buffered,
+                    });
+                }
+            }
+            Frame::Continuation {
+                end_headers, block, ..
+            } => {
+                let continuation = self.continuation.as_mut().ok_or(FrameError::Connection(
+                    Reason::PROTOCOL_ERROR,
+                    "CONTINUATION without a header block to continue",
+                ))?;
+                // Four header lists: more than any block whose list fits, so an honest client
+                // never gets here; a CONTINUATION flood does.
+                if continuation.block.len() + block.len()
+                    > 4 * self.shared.connection.max_header_list_size as usize
+                {
+                    return Err(FrameError::Connection(
+                        Reason::ENHANCE_YOUR_CALM,
+                        "a header block too large",
+                    ));
+                }
+                continuation.block.extend_from_slice(&block);
+                if end_headers {
+                    let done = self.continuation.take().expect("checked above");
+                    self.header_block(
+                        done.stream,
+                        done.end_stream,
+                        done.depends_on_itself,
+                        &done.block,
+                    )?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn check_not_idle(&self, stream: u32, why: &'static str) -> Result<(), FrameError> {
+        if stream > self.last_stream {
+            return Err(FrameError::Connection(Reason::PROTOCOL_ERROR, why));
+        }
+        Ok(())
+    }
+
+    fn apply_settings(&mut self, settings: Settings) -> Result<(), FrameError> {
+        if let Some(size) = settings.header_table_size {
+            self.encoder.set_peer_table_size(size as usize);
+        }
+        if let Some(size) = settings.max_frame_size {
+            self.peer_max_frame_size = size as usize;
+        }
+        if let Some(window) = settings.initial_window_size {
+            let delta = window as i64 - self.peer_initial_window;
+            self.peer_initial_window = window as i64;
+            for stream in self.streams.values_mut() {
+                stream.send_window += delta;
+                if stream.send_window > frame::MAX_WINDOW as i64 {
+                    return Err(FrameError::Connection(
+                        Reason::FLOW_CONTROL_ERROR,
+                        "a stream window above 2^31-1",
+                    ));
+                }
+            }
+            if delta > 0 {
+                self.flush_all_pending();
+                self.ready.extend(self.streams.keys());
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends one stream with RST_STREAM; the connection goes on.
+    fn reset(&mut self, stream: u32, reason: Reason, why: &'static str) {
+        tracing::debug!(stream, why, ?reason, "resetting a stream");
+        frame::put_rst_stream(&mut self.write_buf, stream, reason);
+        if let Some(state) = self.streams.remove(&stream) {
+            self.release_connection(unread_bytes(&state.recv));
+            if let Some(shared) = state.shared {
+                shared.end(RecvEnd::Reset(reason));
+            }
+        }
+    }
+
+    fn data(
+        &mut self,
+        id: u32,
+        end_stream: bool,
+        data: Bytes,
+        flow_len: usize,
+    ) -> Result<(), FrameError> {
+        self.check_not_idle(id, "DATA on an idle stream")?;
+        if flow_len as i64 > self.recv_window {
+            return Err(FrameError::Connection(
+                Reason::FLOW_CONTROL_ERROR,
+                "DATA beyond the connection window",
+            ));
+        }
+        self.recv_window -= flow_len as i64;
+        let Some(stream) = self.streams.get_mut(&id) else {
+            // A stream already closed (or reset by us): the data is dropped, its window given back.
+            self.release_connection(flow_len);
+            return Ok(());
+        };
+        if !stream.recv_open {
+            self.release_connection(flow_len);
+            self.reset(id, Reason::STREAM_CLOSED, "DATA after END_STREAM");
+            return Ok(());
+        }
+        if flow_len as i64 > stream.recv_window {
+            self.release_connection(flow_len);
+            self.reset(
+                id,
+                Reason::FLOW_CONTROL_ERROR,
+                "DATA beyond the stream window",
+            );
+            return Ok(());
+        }
+        stream.recv_window -= flow_len as i64;
+        stream.received += data.len() as u64;
+        if stream.content_length.is_some_and(|length| {
+            stream.received > length || (end_stream && stream.received != length)
+        }) {
+            self.release_connection(flow_len);
+            self.reset(
+                id,
+                Reason::PROTOCOL_ERROR,
+                "DATA disagrees with content-length",
+            );
+            return Ok(());
+        }
+        // Padding is never read: credit it back at once.
+        let padding = flow_len - data.len();
+        let mut release = padding;
+        match &mut stream.recv {
+            Recv::Before(chunks) => {
+                if !data.is_empty() {
+                    chunks.push(data);
+                }
+            }
+            Recv::Shared(shared) => {
+                if !data.is_empty() {
+                    shared.push(data);
+                }
+            }
+            Recv::Dropped => release += data.len(),
+        }
+        if end_stream {
+            stream.recv_open = false;
+            if let Recv::Shared(shared) = &stream.recv {
+                shared.end(RecvEnd::Done(None));
+            }
+        }
+        let done = !stream.recv_open
+            && stream.pending_end.is_none()
+            && stream.head_sent
+            && stream.sending.is_none()
+            && stream.pending.is_empty();
+        if release > 0 {
+            self.release(id, release);
+        }
+        if done {
+            self.streams.remove(&id);
+        }
+        Ok(())
+    }
+
+    /// Gives `bytes` of window back on `id` and the connection, sending WINDOW_UPDATEs once
+    /// half a window has come back (coalesced: a few per window, not one per frame).
+    fn release(&mut self, id: u32, bytes: usize) {
+        let half_stream = self.shared.connection.initial_stream_window_size / 2;
+        if let Some(stream) = self.streams.get_mut(&id)
+            && stream.recv_open
+        {
+            stream.recv_unreleased += bytes as u32;
+            if stream.recv_unreleased >= half_stream.max(1) {
+                frame::put_window_update(&mut self.write_buf, id, stream.recv_unreleased);
+                stream.recv_window += stream.recv_unreleased as i64;
+                stream.recv_unreleased = 0;
+            }
+        }
+        self.release_connection(bytes);
+    }
+
+    fn release_connection(&mut self, bytes: usize) {
+        if bytes == 0 {
+            return;
+        }
+        self.recv_unreleased += bytes as u32;
+        let half = self
+            .shared
+            .connection
+            .initial_connection_window_size
+            .max(65_535)
+            / 2;
+        if self.recv_unreleased >= half {
+            frame::put_window_update(&mut self.write_buf, 0, self.recv_unreleased);
+            self.recv_window += self.recv_unreleased as i64;
+            self.recv_unreleased = 0;
+        }
+    }
+
+    /// A whole header block: a new request, or a request's trailers.
+    fn header_block(
+        &mut self,
+        id: u32,
+        end_stream: bool,
+        depends_on_itself: bool,
+        block: &[u8],
+    ) -> Result<(), FrameError> {
+        let max_list = self.shared.connection.max_header_list_size as usize;
+        let compression = |error: hpack::CompressionError| {
+            FrameError::Connection(Reason::COMPRESSION_ERROR, error.0)
+        };
+        if let Some(stream) = self.streams.get_mut(&id) {
+            // Trailers: they must end the stream (RFC 9113 §8.1).
+            let mut trailers = Trailers::default();
+            let decoded = self
+                .decoder
+                .decode(block, max_list, |name, value| trailers.field(name, value))
+                .map_err(compression)?;
+            if !stream.recv_open {
+                self.reset(id, Reason::STREAM_CLOSED, "HEADERS after END_STREAM");
+                return Ok(());
+            }
+            let trailers = match (end_stream, decoded, trailers.finish()) {
+                (false, ..) => Err("trailers without END_STREAM"),
+                (_, Decoded::TooLarge, _) => Err("trailers above the header list limit"),
+                (_, _, result) => result,
+            };
+            match trailers {
+                Ok(trailers) => {
+                    stream.recv_open = false;
+                    match &stream.recv {
+                        Recv::Shared(shared) => shared.end(RecvEnd::Done(Some(trailers))),
+                        // A call not started yet gets its trailers dropped: gRPC requests have none.
+                        Recv::Before(_) | Recv::Dropped => {}
+                    }
+                }
+                Err(why) => self.reset(id, Reason::PROTOCOL_ERROR, why),
+            }
+            return Ok(());
+        }
+        if id.is_multiple_of(2) {
+            return Err(FrameError::Connection(
+                Reason::PROTOCOL_ERROR,
+                "a client stream with an even id",
+            ));
+        }
+        let mut head = RequestHead::default();
+        let decoded = self
+            .decoder
+            .decode(block, max_list, |name, value| head.field(name, value))
+            .map_err(compression)?;
+        if id <= self.last_stream {
+            // A stream that has closed (we reset it, or answered it): its block was decoded
+            // for HPACK's sake; nothing else to do.
+            return Ok(());
+        }
+        self.last_stream = id;
+        if self.drain == Drain::Final || self.failed.is_some() {
+            // After the final GOAWAY: ignored (the client knows it was not processed).
+            return Ok(());
+        }
+        if depends_on_itself {
+            frame::put_rst_stream(&mut self.write_buf, id, Reason::PROTOCOL_ERROR);
+            return Ok(());
+        }
+        if self.streams.len() >= self.shared.connection.max_concurrent_streams as usize {
+            frame::put_rst_stream(&mut self.write_buf, id, Reason::REFUSED_STREAM);
+            return Ok(());
+        }
+        let mut stream = Stream {
+            recv_open: !end_stream,
+            recv: Recv::Before(Vec::new()),
+            recv_window: self.shared.connection.initial_stream_window_size as i64,
+            recv_unreleased: 0,
+            content_length: None,
+            received: 0,
+            send_window: self.peer_initial_window,
+            head_sent: false,
+            pending: VecDeque::new(),
+            pending_end: None,
+            sending: None,
+            shared: None,
+            head: None,
+        };
+        if decoded == Decoded::TooLarge {
+            // 431, as h2 answers (RFC 6585), and the stream ends here.
+            self.streams.insert(id, stream);
+            self.respond(id, too_large_response(), None);
+            return Ok(());
+        }
+        match head.finish() {
+            Ok((parts, content_length)) => {
+                if end_stream && content_length.is_some_and(|length| length != 0) {
+                    frame::put_rst_stream(&mut self.write_buf, id, Reason::PROTOCOL_ERROR);
+                    return Ok(());
+                }
+                stream.content_length = content_length;
+                stream.head = Some(parts);
+                self.streams.insert(id, stream);
+                self.queue.push_back(id);
+            }
+            Err(why) => {
+                tracing::debug!(stream = id, why, "malformed request");
+                frame::put_rst_stream(&mut self.write_buf, id, Reason::PROTOCOL_ERROR);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Bytes of a request body that were received and never read.
+fn unread_bytes(recv: &Recv) -> usize {
+    match recv {
+        Recv::Before(chunks) => chunks.iter().map(Bytes::len).sum(),
+        Recv::Shared(_) | Recv::Dropped => 0,
+    }
+}
+
+fn too_large_response() -> http::Response<ResponseBody> {
+    let mut response = http::Response::new(ResponseBody::empty());
+    *response.status_mut() = http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE;
+    response
+}
+
+impl<IO> Connection<IO>
+where
+    IO: AsyncRead + AsyncWrite + Unpin,
+{
+    /// Takes what the calls' tasks and bodies sent: finished responses, woken bodies, and
+    /// request data read (window to give back).
+    fn take_outbox(&mut self, _cx: &mut Context<'_>) {
+        let mut taken = std::mem::take(&mut self.taken);
+        self.outbox.take(&mut taken);
+        for (id, bytes) in taken.consumed.drain(..) {
+            self.release(id, bytes);
+        }
+        self.ready.append(&mut taken.ready);
+        for finished in taken.finished.drain(..) {
+            let Finished {
+                stream,
+                response,
+                deadline,
+            } = finished;
+            self.respond(stream, response, deadline);
+        }
+        self.taken = taken;
+    }
+
+    /// Keepalive and drain pings, the shutdown PING's wait, the settings ack, and the deadlines
+    /// of reply streams; `Some` when the connection must end.
+    fn poll_timers(&mut self, cx: &mut Context<'_>) -> Option<Ended> {
+        if self.ack_timer.as_mut().poll(cx).is_ready() {
+            match self.drain {
+                Drain::Open if !self.settings_seen => {
+                    return Some(Ended::Error(
+                        "no HTTP/2 preface and SETTINGS in time".into(),
+                    ));
+                }
+                Drain::Open if !self.settings_acked => {
+                    self.fail(FrameError::Connection(
+                        Reason::SETTINGS_TIMEOUT,
+                        "our SETTINGS were not acknowledged",
+                    ));
+                }
+                Drain::Announced => {
+                    tracing::debug!("shutdown PING unanswered: sending the final GOAWAY");
+                    self.final_goaway();
+                }
+                _ => {}
+            }
+            self.ack_timer
+                .as_mut()
+                .reset(Instant::now() + Duration::from_secs(86_400 * 365));
+        }
+        let probe = match (self.shared.connection.keepalive, self.drain) {
+            (Some(keepalive), _) => Some((keepalive.interval, keepalive.timeout)),
+            (None, Drain::Open) => None,
+            (None, _) => Some((DRAIN_PROBE_INTERVAL, DRAIN_PROBE_TIMEOUT)),
+        };
+        if let Some((_, timeout)) = probe
+            && self.ping_timer.as_mut().poll(cx).is_ready()
+        {
+            if self.ping_outstanding {
+                return Some(Ended::Error("a ping went unanswered".into()));
+            }
+            frame::put_ping(&mut self.write_buf, false, KEEPALIVE_PING);
+            self.ping_outstanding = true;
+            self.ping_timer.as_mut().reset(Instant::now() + timeout);
+            // Registers the timer again.
+            let _ = self.ping_timer.as_mut().poll(cx);
+        }
+        if self.deadline_armed && self.deadline_timer.as_mut().poll(cx).is_ready() {
+            self.deadline_armed = false;
+            let now = Instant::now();
+            let mut next: Option<Instant> = None;
+            for stream in self.streams.values_mut() {
+                let Some(deadline) = stream.sending.as_ref().and_then(|sending| sending.deadline)
+                else {
+                    continue;
+                };
+                if deadline.instant() <= now {
+                    stream.sending = None;
+                    stream.pending_end = Some(End::Trailers(status::trailers(
+                        &deadline::exceeded(),
+                        HeaderMap::new(),
+                    )));
+                } else {
+                    next =
+                        Some(next.map_or(deadline.instant(), |next| next.min(deadline.instant())));
+                }
+            }
+            if let Some(next) = next {
+                self.arm_deadline(next);
+            }
+            self.flush_all_pending();
+        }
+        None
+    }
+
+    fn arm_deadline(&mut self, at: Instant) {
+        if !self.deadline_armed || at < self.deadline_timer.deadline() {
+            self.deadline_timer.as_mut().reset(at);
+            self.deadline_armed = true;
+        }
+    }
+
+    /// Starts the queued calls, inline while the budget lasts; `true` if it ran out (the rest
+    /// wait for the next poll, which the caller asks for at once).
+    fn start_calls(
+        &mut self,
+        cx: &mut Context<'_>,
+        serving_since: &mut Option<std::time::Instant>,
+        budget: Duration,
+    ) -> bool {
+        if self.queue.is_empty() {
+            return false;
+        }
+        if self.shared.connection.max_connection_idle.is_some() {
+            self.activity.touch();
+        }
+        let mut now = std::time::Instant::now();
+        let spent_at = *serving_since.get_or_insert_with(|| now + budget);
+        while let Some(id) = self.queue.pop_front() {
+            clock::open_call(now);
+            self.start_call(id, cx);
+            now = clock::close_call();
+            if now >= spent_at {
+                return true;
+            }
+        }
+        false
+    }
+
+    fn start_call(&mut self, id: u32, _cx: &mut Context<'_>) {
+        let Some(stream) = self.streams.get_mut(&id) else {
+            // Reset by the client before its call started.
+            return;
+        };
+        let Some(parts) = stream.head.take() else {
+            return;
+        };
+        let chunks = match std::mem::replace(&mut stream.recv, Recv::Dropped) {
+            Recv::Before(chunks) => chunks,
+            other => {
+                stream.recv = other;
+                Vec::new()
+            }
+        };
+        let received: usize = chunks.iter().map(Bytes::len).sum();
+        let body = if stream.recv_open {
+            let shared = StreamShared::new(id, Arc::clone(&self.outbox));
+            for chunk in chunks {
+                shared.push(chunk);
+            }
+            stream.recv = Recv::Shared(Arc::clone(&shared));
+            stream.shared = Some(Arc::clone(&shared));
+            RequestBody::engine(shared)
+        } else {
+            RequestBody::complete(join(chunks))
+        };
+        if !stream.recv_open {
+            // The handler owns the whole body now: its window goes back at once.
+            self.release_connection(received);
+        }
+        let mut request = http::Request::from_parts(parts, body);
+        let deadline = match deadline::call_deadline(&mut request, self.shared.default_timeout) {
+            Ok(deadline) => deadline,
+            Err(status) => return self.respond(id, crate::response::status(&status), None),
+        };
+        if let Some(info) = &self.connect_info {
+            give_connect_info(request.extensions_mut(), info);
+        }
+        let service = &self.shared.service;
+        let response = panic::catch_unwind(AssertUnwindSafe(|| service.call(request)))
+            .unwrap_or_else(|panic| ResponseFuture::ok(panic_response(panic)));
+        match response.into_ready() {
+            Ok(Ok(mut response)) => {
+                if deadline::expired(deadline) {
+                    response = crate::response::status(&deadline::exceeded());
+                }
+                self.respond(id, response, deadline);
+            }
+            Ok(Err(never)) => match never {},
+            Err(pending) => {
+                let stream = self.streams.get_mut(&id).expect("present above");
+                let shared = Arc::clone(
+                    stream
+                        .shared
+                        .get_or_insert_with(|| StreamShared::new(id, Arc::clone(&self.outbox))),
+                );
+                let outbox = Arc::clone(&self.outbox);
+                self.activity
+                    .spawn(finish_pending(pending, id, shared, outbox, deadline));
+            }
+        }
+    }
+
+    /// Sends a response: the head at once, the body as windows allow.
+    fn respond(
+        &mut self,
+        id: u32,
+        response: http::Response<ResponseBody>,
+        deadline: Option<Deadline>,
+    ) {
+        let max_frame = self.peer_max_frame_size;
+        let Some(stream) = self.streams.get_mut(&id) else {
+            return;
+        };
+        let (parts, body) = response.into_parts();
+        let outgoing = body.into_outgoing();
+        let trailers_only = matches!(
+            &outgoing,
+            Outgoing::Whole {
+                message: None,
+                trailers: None
+            }
+        );
+        let mut block = Vec::with_capacity(64);
+        response::encode_head(&mut self.encoder, parts.status, &parts.headers, &mut block);
+        frame::put_headers(&mut self.write_buf, id, &block, trailers_only, max_frame);
+        stream.head_sent = true;
+        match outgoing {
+            Outgoing::Whole { message, trailers } => {
+                if trailers_only {
+                    return self.send_done(id);
+                }
+                if let Some(message) = message {
+                    stream.pending.push_back(message);
+                }
+                stream.pending_end = Some(match trailers {
+                    Some(trailers) => End::Trailers(trailers),
+                    None => End::Data,
+                });
+                self.flush_pending(id);
+            }
+            Outgoing::Streaming(body) => {
+                let waker = Waker::from(Arc::new(StreamWaker {
+                    stream: id,
+                    outbox: Arc::clone(&self.outbox),
+                }));
+                stream.sending = Some(Sending {
+                    body,
+                    waker,
+                    deadline,
+                });
+                if let Some(deadline) = deadline {
+                    self.arm_deadline(deadline.instant());
+                }
+                self.ready.push(id);
+            }
+        }
+    }
+
+    /// The reply is sent: the stream ends, or, if the client is still sending, is reset with
+    /// NO_ERROR so it stops (RFC 9113 §8.1).
+    fn send_done(&mut self, id: u32) {
+        let Some(stream) = self.streams.get(&id) else {
+            return;
+        };
+        if stream.recv_open {
+            frame::put_rst_stream(&mut self.write_buf, id, Reason::NO_ERROR);
+        }
+        if let Some(stream) = self.streams.remove(&id) {
+            self.release_connection(unread_bytes(&stream.recv));
+            if stream.recv_open
+                && let Some(shared) = stream.shared
+            {
+                shared.end(RecvEnd::Reset(Reason::CANCEL));
+            }
+        }
+    }
+
+    /// Polls the reply bodies that woke up, packing what they have into DATA frames.
+    fn send_bodies(&mut self, _cx: &mut Context<'_>) {
+        let mut ready = std::mem::take(&mut self.ready);
+        ready.sort_unstable();
+        ready.dedup();
+        for id in ready.drain(..) {
+            self.send_body(id);
+        }
+        if self.ready.is_empty() {
+            self.ready = ready;
+        }
+    }
+
+    fn send_body(&mut self, id: u32) {
+        let Some(stream) = self.streams.get_mut(&id) else {
+            return;
+        };
+        let Some(sending) = &mut stream.sending else {
+            return;
+        };
+        if !stream.pending.is_empty() {
+            // Waiting for window: polled again when it opens.
+            return;
+        }
+        let room = stream.send_window.min(self.send_window).max(0) as usize;
+        if room == 0 || self.write_buf.len() >= WRITE_HIGH_WATER {
+            self.blocked = true;
+            return;
+        }
+        let limit = room.min(BODY_ROUND_BYTES);
+        let mut packed = BytesMut::new();
+        let mut queued = 0usize;
+        let mut cx = Context::from_waker(&sending.waker);
+        let end = loop {
+            if queued >= limit {
+                break None;
+            }
+            let polled = panic::catch_unwind(AssertUnwindSafe(|| {
+                Pin::new(&mut sending.body).poll_frame(&mut cx)
+            }));
+            match polled {
+                Ok(Poll::Pending) => break None,
+                Ok(Poll::Ready(Some(Ok(frame)))) => match frame.into_data() {
+                    Ok(data) => {
+                        queued += data.len();
+                        if data.len() < COALESCE_BELOW {
+                            packed.extend_from_slice(&data);
+                        } else {
+                            if !packed.is_empty() {
+                                stream.pending.push_back(packed.split().freeze());
+                            }
+                            stream.pending.push_back(data);
+                        }
+                    }
+                    Err(frame) => {
+                        break Some(End::Trailers(frame.into_trailers().unwrap_or_default()));
+                    }
+                },
+                Ok(Poll::Ready(Some(Err(status)))) => {
+                    break Some(End::Trailers(status::trailers(&status, HeaderMap::new())));
+                }
+                Ok(Poll::Ready(None)) => break Some(End::Data),
+                Err(panic) => {
+                    break Some(End::Trailers(status::trailers(
+                        &panic_status(panic as Panic),
+                        HeaderMap::new(),
+                    )));
+                }
+            }
+        };
+        if !packed.is_empty() {
+            stream.pending.push_back(packed.freeze());
+        }
+        if let Some(end) = end {
+            stream.sending = None;
+            stream.pending_end = Some(end);
+        } else if queued >= limit {
+            // More may be ready: come back this poll.
+            self.ready.push(id);
+        }
+        self.flush_pending(id);
+    }
+
+    /// Writes a stream's pending data as the windows allow, then how it ends.
+    fn flush_pending(&mut self, id: u32) {
+        let max_frame = self.peer_max_frame_size;
+        let Some(stream) = self.streams.get_mut(&id) else {
+            return;
+        };
+        while let Some(front) = stream.pending.front_mut() {
+            let room = stream.send_window.min(self.send_window);
+            if room <= 0 || self.write_buf.len() >= WRITE_HIGH_WATER {
+                self.blocked = true;
+                return;
+            }
+            let len = front.len().min(room as usize).min(max_frame);
+            let chunk = front.split_to(len);
+            if front.is_empty() {
+                stream.pending.pop_front();
+            }
+            let last = stream.pending.is_empty() && matches!(stream.pending_end, Some(End::Data));
+            frame::put_data(&mut self.write_buf, id, &chunk, last);
+            stream.send_window -= len as i64;
+            self.send_window -= len as i64;
+            if last {
+                stream.pending_end = None;
+                return self.send_done(id);
+            }
+        }
+        let Some(end) = stream.pending_end.take() else {
+            if stream.sending.is_some() {
+                // Room again: the body may go on.
+                self.ready.push(id);
+            }
+            return;
+        };
+        match end {
+            End::Data => frame::put_data(&mut self.write_buf, id, &[], true),
+            End::Trailers(trailers) => {
+                let mut block = Vec::with_capacity(32);
+                response::encode_trailers(&mut self.encoder, &trailers, &mut block);
+                frame::put_headers(&mut self.write_buf, id, &block, true, max_frame);
+            }
+        }
+        self.send_done(id);
+    }
+
+    /// The connection window or the write buffer opened: every stream that waited goes on.
+    fn flush_all_pending(&mut self) {
+        self.blocked = false;
+        let waiting: Vec<u32> = self
+            .streams
+            .iter()
+            .filter(|(_, stream)| {
+                !stream.pending.is_empty()
+                    || stream.pending_end.is_some()
+                    || stream.sending.is_some()
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        for id in waiting {
+            self.flush_pending(id);
+        }
+    }
+}
+
+impl<IO> Drop for Connection<IO> {
+    fn drop(&mut self) {
+        self.outbox.close();
+        for (_, stream) in self.streams.drain() {
+            if let Some(shared) = stream.shared {
+                shared.end(RecvEnd::Reset(Reason::CANCEL));
+            }
+        }
+    }
+}
+
+/// The chunks of a whole request body as one `Bytes`: the only chunk itself when there is one.
+fn join(mut chunks: Vec<Bytes>) -> Bytes {
+    match chunks.len() {
+        0 => Bytes::new(),
+        1 => chunks.pop().expect("one"),
+        _ => {
+            let mut joined = BytesMut::with_capacity(chunks.iter().map(Bytes::len).sum());
+            for chunk in chunks {
+                joined.extend_from_slice(&chunk);
+            }
+            joined.freeze()
+        }
+    }
+}
+
+/// Completes a call that did not answer at once, in its task; drops it when the client resets
+/// the stream, and answers `DEADLINE_EXCEEDED` when the deadline passes first.
+async fn finish_pending(
+    response: ResponseFuture,
+    stream: u32,
+    shared: Arc<StreamShared>,
+    outbox: Arc<Outbox>,
+    deadline: Option<Deadline>,
+) {
+    let response = if deadline::expired(deadline) {
+        Ok(Ok(crate::response::status(&deadline::exceeded())))
+    } else {
+        let mut response = std::pin::pin!(AssertUnwindSafe(response).catch_unwind());
+        let reset = std::future::poll_fn(|cx| shared.poll_reset(cx));
+        tokio::select! {
+            biased;
+            response = response.as_mut() => response,
+            reason = reset => {
+                tracing::debug!(?reason, "client reset the stream; dropping its call");
+                return;
+            }
+            () = deadline::passes(deadline) => Ok(Ok(crate::response::status(&deadline::exceeded()))),
+        }
+    };
+    let (response, deadline) = match response {
+        Ok(Ok(_)) if deadline::expired(deadline) => {
+            (crate::response::status(&deadline::exceeded()), None)
+        }
+        Ok(Ok(response)) => (response, deadline),
+        Ok(Err(never)) => match never {},
+        Err(panic) => (panic_response(panic), None),
+    };
+    outbox.finish(Finished {
+        stream,
+        response,
+        deadline,
+    });
+}
