@@ -23,6 +23,9 @@
 //! and `--inline-budget-us N` how long one poll of a connection may run calls inline
 //! (`Builder::inline_budget`).
 //!
+//! `--http2-engine h2|fastgrpc` picks the HTTP/2 implementation (`Builder::http2_engine`;
+//! default: the h2 crate, or what `FASTGRPC_HTTP2_ENGINE` says).
+//!
 //! gRPC-Web is served on the same port (over HTTP/2, and over HTTP/1.1 for browsers);
 //! `--no-http1` serves HTTP/2 only (`Builder::accept_http1(false)`). Pages of any origin may
 //! call it; `--web-origin ORIGIN` (repeatable) allows only those (`Builder::web_cors`).
@@ -103,6 +106,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut max_connection_age = None;
     let mut drain_grace = None;
     let mut shutdown_delay = Duration::ZERO;
+    let mut engine = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or(format!("{arg} needs a value"));
@@ -123,11 +127,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--max-connection-age" => max_connection_age = Some(seconds(&value()?)?),
             "--drain-grace" => drain_grace = Some(seconds(&value()?)?),
             "--shutdown-delay" => shutdown_delay = seconds(&value()?)?,
+            "--http2-engine" => {
+                engine = Some(match value()?.as_str() {
+                    "h2" => fastgrpc::Http2Engine::H2Crate,
+                    "fastgrpc" => fastgrpc::Http2Engine::Fastgrpc,
+                    other => {
+                        return Err(format!("unknown HTTP/2 engine {other} (h2 or fastgrpc)").into());
+                    }
+                });
+            }
             "-h" | "--help" => {
                 println!(
                     "usage: greeter_server [--addr HOST:PORT] [--workers N] [--work-us N] [--no-inline | --always-inline] \
                      [--inline-cost-limit-us N] [--inline-budget-us N] [--no-http1] [--web-origin ORIGIN] \
-                     [--max-connection-age SECS] [--drain-grace SECS] [--shutdown-delay SECS]"
+                     [--max-connection-age SECS] [--drain-grace SECS] [--shutdown-delay SECS] [--http2-engine h2|fastgrpc]"
                 );
                 return Ok(());
             }
@@ -182,6 +195,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         if let Some(budget) = inline_budget {
             server = server.inline_budget(budget);
+        }
+        if let Some(engine) = engine {
+            server = server.http2_engine(engine);
         }
         let mut greeter = GreeterServer::new(MyGreeter { work });
         if let Some(inline) = inline {

@@ -177,7 +177,9 @@ async fn handlers_see_their_deadline() {
 #[tokio::test]
 async fn malformed_grpc_timeout_is_internal() {
     let (server, _, _) = sleeper_server(|s| s, None).await;
-    for bad in ["", "5", "S", "123456789S", "5x", "-5S", " 5S"] {
+    // (" 5S", with leading whitespace, is not a valid field value at all: RFC 9113 §8.2.1
+    // makes the request malformed; `leading_whitespace_in_a_field_value` below.)
+    for bad in ["", "5", "S", "123456789S", "5x", "-5S"] {
         let response = raw_request(
             server.addr,
             http::Method::POST,
@@ -195,6 +197,42 @@ async fn malformed_grpc_timeout_is_internal() {
             response.grpc_message().unwrap().contains("grpc-timeout"),
             "{bad:?}"
         );
+    }
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn leading_whitespace_in_a_field_value() {
+    // fastgrpc's engine resets the stream (PROTOCOL_ERROR: a malformed request, RFC 9113
+    // §8.2.1); the h2 engine lets the value through, and the call fails on its grpc-timeout.
+    let (server, _, _) = sleeper_server(|s| s, None).await;
+    let tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let (mut client, conn) = h2::client::handshake(tcp).await.unwrap();
+    tokio::spawn(conn);
+    let request = http::Request::post(format!(
+        "http://{}/grpc.testing.TestService/EmptyCall",
+        server.addr
+    ))
+    .header("content-type", "application/grpc")
+    .header("grpc-timeout", " 5S")
+    .body(())
+    .unwrap();
+    let (response, mut send) = client.send_request(request, false).unwrap();
+    send.send_data(frame(&[]), true).unwrap();
+    match response.await {
+        Err(error) => assert_eq!(
+            error.reason(),
+            Some(h2::Reason::PROTOCOL_ERROR),
+            "{error:?}"
+        ),
+        Ok(response) => {
+            let status = response.headers().get("grpc-status");
+            assert_eq!(
+                status.map(|s| s.as_bytes()),
+                Some(&b"13"[..]),
+                "{response:?}"
+            );
+        }
     }
     server.stop().await;
 }

@@ -45,6 +45,9 @@ use crate::status;
 /// The client connection preface (RFC 9113 §3.4).
 pub(crate) const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
+/// Reads per round before the calls that arrived are started.
+const READS_PER_ROUND: usize = 8;
+
 /// Past this much unwritten output, nothing more is read until some of it is written.
 const WRITE_HIGH_WATER: usize = 256 * 1024;
 
@@ -115,6 +118,8 @@ struct Stream {
     shared: Option<Arc<StreamShared>>,
     /// The request head, until its call starts.
     head: Option<http::request::Parts>,
+    /// From `grpc-timeout` and the server's default, counted from when the headers arrived.
+    deadline: Option<Deadline>,
 }
 
 /// How a reply ends once its data is sent.
@@ -184,6 +189,58 @@ pub(crate) struct Connection<IO> {
     deadline_armed: bool,
     /// Streams whose reply bodies woke up, to poll this round.
     ready: Vec<u32>,
+    resets: ResetBudget,
+    pings: PingStrikes,
+}
+
+/// The client's pings against the server's policy (`server::config::PingPolicy`).
+struct PingStrikes {
+    last: Option<Instant>,
+    strikes: u8,
+    /// We sent HEADERS or DATA since the last ping: the next one is fine.
+    reset: bool,
+}
+
+/// Strikes allowed before `too_many_pings` (gRFC A8; grpc-go's `maxPingStrikes`).
+const MAX_PING_STRIKES: u8 = 2;
+
+/// Without calls, and without `permit_without_calls`, a client may still ping this often
+/// (grpc-go's `defaultPingTimeout`).
+const IDLE_PING_INTERVAL: Duration = Duration::from_secs(2 * 60 * 60);
+
+/// How many streams the client may waste, resetting them before their replies end or opening
+/// them past the concurrency limit (CVE-2023-44487, rapid reset): a bucket of
+/// `max_concurrent_streams`, refilled at as many per second. An honest client cancels far
+/// fewer; one that opens and resets streams in a loop empties it within a second and gets
+/// GOAWAY `ENHANCE_YOUR_CALM`. A reset stream costs us little (its call is dropped, or never
+/// started), so the bucket only bounds the churn.
+struct ResetBudget {
+    tokens: f64,
+    capacity: f64,
+    last: Instant,
+}
+
+impl ResetBudget {
+    fn new(capacity: u32) -> ResetBudget {
+        ResetBudget {
+            tokens: capacity as f64,
+            capacity: capacity.max(1) as f64,
+            last: Instant::now(),
+        }
+    }
+
+    /// Takes one token; `false` when there is none left.
+    fn take(&mut self) -> bool {
+        let now = Instant::now();
+        let refill = now.duration_since(self.last).as_secs_f64() * self.capacity;
+        self.tokens = (self.tokens + refill).min(self.capacity);
+        self.last = now;
+        if self.tokens < 1.0 {
+            return false;
+        }
+        self.tokens -= 1.0;
+        true
+    }
 }
 
 impl<IO> Connection<IO>
@@ -248,6 +305,12 @@ where
             deadline_timer: Box::pin(tokio::time::sleep_until(now)),
             deadline_armed: false,
             ready: Vec::new(),
+            resets: ResetBudget::new(config.max_concurrent_streams),
+            pings: PingStrikes {
+                last: None,
+                strikes: 0,
+                reset: false,
+            },
             shared,
             activity,
             connect_info,
@@ -301,11 +364,20 @@ where
             if let Some(ended) = self.poll_timers(cx) {
                 return Poll::Ready(ended);
             }
-            let mut read = Poll::Pending;
-            if self.failed.is_none() && self.write_buf.len() < WRITE_HIGH_WATER {
-                read = self.poll_read(cx);
-                if let Poll::Ready(Err(ended)) = read {
-                    return Poll::Ready(ended);
+            // Everything the socket has, before any call starts: a request whose DATA came in
+            // another segment than its HEADERS is then still answered inline, whole.
+            let mut drained = true;
+            for _ in 0..READS_PER_ROUND {
+                if self.failed.is_some() || self.write_buf.len() >= WRITE_HIGH_WATER {
+                    break;
+                }
+                match self.poll_read(cx) {
+                    Poll::Ready(Err(ended)) => return Poll::Ready(ended),
+                    Poll::Ready(Ok(_)) => drained = false,
+                    Poll::Pending => {
+                        drained = true;
+                        break;
+                    }
                 }
                 if let Err(error) = self.handle_frames() {
                     self.fail(error);
@@ -326,11 +398,8 @@ where
                 cx.waker().wake_by_ref();
                 return Poll::Pending;
             }
-            // Go round again only if this round read something (there may be more).
-            if !matches!(read, Poll::Ready(Ok(true)))
-                && self.queue.is_empty()
-                && self.ready.is_empty()
-            {
+            // Go round again only if the socket may have more, or work is left.
+            if drained && self.queue.is_empty() && self.ready.is_empty() {
                 return Poll::Pending;
             }
         }
@@ -356,8 +425,9 @@ where
 
     /// A connection error: GOAWAY with its reason; everything else stops.
     fn fail(&mut self, error: FrameError) {
-        let FrameError::Connection(reason, why) = error else {
-            unreachable!("stream errors are handled where they arise")
+        let (reason, why) = match error {
+            FrameError::Connection(reason, why) => (reason, why),
+            FrameError::Stream(stream, reason, why) => return self.reset(stream, reason, why),
         };
         if self.failed.is_some() {
             return;
@@ -492,7 +562,10 @@ where
             Frame::Ping {
                 ack: false,
                 payload,
-            } => frame::put_ping(&mut self.write_buf, true, payload),
+            } => {
+                self.police_ping()?;
+                frame::put_ping(&mut self.write_buf, true, payload);
+            }
             Frame::Ping { ack: true, payload } => {
                 if payload == SHUTDOWN_PING && self.drain == Drain::Announced {
                     self.final_goaway();
@@ -541,9 +614,11 @@ where
                 self.check_not_idle(stream, "RST_STREAM on an idle stream")?;
                 if let Some(state) = self.streams.remove(&stream) {
                     tracing::debug!(stream, ?reason, "the client reset a stream");
+                    self.release_connection(unread_bytes(&state.recv));
                     if let Some(shared) = state.shared {
                         shared.end(RecvEnd::Reset(reason));
                     }
+                    self.count_wasted_stream()?;
                 }
             }
             Frame::Priority { .. } | Frame::Unknown => {}
@@ -603,6 +678,45 @@ where
             }
         }
         Ok(())
+    }
+
+    /// Counts a client's ping against the policy; too many too soon end the connection.
+    fn police_ping(&mut self) -> Result<(), FrameError> {
+        let policy = self.shared.connection.ping_policy;
+        let now = Instant::now();
+        let last = self.pings.last.replace(now);
+        if std::mem::take(&mut self.pings.reset) {
+            self.pings.strikes = 0;
+            return Ok(());
+        }
+        let allowed = if self.streams.is_empty() && !policy.permit_without_calls {
+            IDLE_PING_INTERVAL
+        } else {
+            policy.min_interval
+        };
+        if last.is_some_and(|last| now.duration_since(last) < allowed) {
+            self.pings.strikes += 1;
+        }
+        if self.pings.strikes > MAX_PING_STRIKES {
+            return Err(FrameError::Connection(
+                Reason::ENHANCE_YOUR_CALM,
+                "too_many_pings",
+            ));
+        }
+        Ok(())
+    }
+
+    /// A stream the client opened that did no work: it reset it before its reply ended, or
+    /// opened it past the concurrency limit.
+    fn count_wasted_stream(&mut self) -> Result<(), FrameError> {
+        if self.resets.take() {
+            Ok(())
+        } else {
+            Err(FrameError::Connection(
+                Reason::ENHANCE_YOUR_CALM,
+                "too many streams reset or refused",
+            ))
+        }
     }
 
     fn check_not_idle(&self, stream: u32, why: &'static str) -> Result<(), FrameError> {
@@ -836,8 +950,9 @@ where
             return Ok(());
         }
         if self.streams.len() >= self.shared.connection.max_concurrent_streams as usize {
+            // Past the limit the client was told: refused, and counted as a reset (below).
             frame::put_rst_stream(&mut self.write_buf, id, Reason::REFUSED_STREAM);
-            return Ok(());
+            return self.count_wasted_stream();
         }
         let mut stream = Stream {
             recv_open: !end_stream,
@@ -853,6 +968,7 @@ where
             sending: None,
             shared: None,
             head: None,
+            deadline: None,
         };
         if decoded == Decoded::TooLarge {
             // 431, as h2 answers (RFC 6585), and the stream ends here.
@@ -867,9 +983,17 @@ where
                     return Ok(());
                 }
                 stream.content_length = content_length;
-                stream.head = Some(parts);
+                let mut request = http::Request::from_parts(parts, ());
+                let deadline = deadline::call_deadline(&mut request, self.shared.default_timeout);
+                stream.head = Some(request.into_parts().0);
                 self.streams.insert(id, stream);
-                self.queue.push_back(id);
+                match deadline {
+                    Ok(deadline) => {
+                        self.streams.get_mut(&id).expect("inserted").deadline = deadline;
+                        self.queue.push_back(id);
+                    }
+                    Err(status) => self.respond(id, crate::response::status(&status), None),
+                }
             }
             Err(why) => {
                 tracing::debug!(stream = id, why, "malformed request");
@@ -1050,15 +1174,16 @@ where
         } else {
             RequestBody::complete(join(chunks))
         };
+        let deadline = stream.deadline;
         if !stream.recv_open {
             // The handler owns the whole body now: its window goes back at once.
             self.release_connection(received);
         }
+        if deadline::expired(deadline) {
+            // Its client has stopped waiting: the call is not started.
+            return self.respond(id, crate::response::status(&deadline::exceeded()), None);
+        }
         let mut request = http::Request::from_parts(parts, body);
-        let deadline = match deadline::call_deadline(&mut request, self.shared.default_timeout) {
-            Ok(deadline) => deadline,
-            Err(status) => return self.respond(id, crate::response::status(&status), None),
-        };
         if let Some(info) = &self.connect_info {
             give_connect_info(request.extensions_mut(), info);
         }
@@ -1111,6 +1236,7 @@ where
         response::encode_head(&mut self.encoder, parts.status, &parts.headers, &mut block);
         frame::put_headers(&mut self.write_buf, id, &block, trailers_only, max_frame);
         stream.head_sent = true;
+        self.pings.reset = true;
         match outgoing {
             Outgoing::Whole { message, trailers } => {
                 if trailers_only {
@@ -1264,6 +1390,7 @@ where
             }
             let last = stream.pending.is_empty() && matches!(stream.pending_end, Some(End::Data));
             frame::put_data(&mut self.write_buf, id, &chunk, last);
+            self.pings.reset = true;
             stream.send_window -= len as i64;
             self.send_window -= len as i64;
             if last {

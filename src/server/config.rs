@@ -34,6 +34,20 @@ pub(crate) struct ConnectionConfig {
     pub(crate) accept_http1: bool,
     /// Which HTTP/2 implementation serves connections.
     pub(crate) engine: Http2Engine,
+    /// How often clients may ping (gRFC A8); enforced by fastgrpc's engine.
+    pub(crate) ping_policy: PingPolicy,
+}
+
+/// The pings a client may send (gRFC A8, as grpc-go and gRPC's C core enforce it): at most one
+/// per `min_interval`, and, unless `permit_without_calls`, none while it has no call open
+/// (beyond one every two hours). A ping that comes too soon is a strike; the third ends the
+/// connection with GOAWAY `ENHANCE_YOUR_CALM` and debug data `too_many_pings`. Sending a
+/// response's headers or data clears the strikes, as in grpc-go (a client measuring the
+/// bandwidth pings as data arrives).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PingPolicy {
+    pub(crate) min_interval: Duration,
+    pub(crate) permit_without_calls: bool,
 }
 
 /// Which HTTP/2 implementation serves a server's connections
@@ -97,6 +111,11 @@ impl Default for ConnectionConfig {
             inline_budget: Duration::from_micros(500),
             accept_http1: true,
             engine: Http2Engine::from_env(),
+            // gRPC's defaults (gRFC A8).
+            ping_policy: PingPolicy {
+                min_interval: Duration::from_secs(300),
+                permit_without_calls: false,
+            },
         }
     }
 }

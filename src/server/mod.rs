@@ -272,6 +272,24 @@ impl Builder {
         self
     }
 
+    /// How often clients may send keepalive pings (gRFC A8): at most one per `min_interval`
+    /// (default 5 minutes), and, unless `permit_without_calls` (default false), none while the
+    /// client has no call open. A client that pings more often gets two strikes, then GOAWAY
+    /// `ENHANCE_YOUR_CALM` with `too_many_pings`, as grpc-go's and gRPC C-core's servers do;
+    /// gRPC clients then back off their keepalive time. Enforced by
+    /// [`Http2Engine::Fastgrpc`]; the h2 engine answers every ping and cannot tell us of them.
+    pub fn http2_keepalive_policy(
+        mut self,
+        min_interval: Duration,
+        permit_without_calls: bool,
+    ) -> Self {
+        self.connection.ping_policy = config::PingPolicy {
+            min_interval,
+            permit_without_calls,
+        };
+        self
+    }
+
     /// Sends GOAWAY on each connection once it is `age` old, give or take a random 10% (so
     /// connections opened together do not all reconnect together), so clients reconnect;
     /// behind an L4 load balancer this spreads load over new replicas (default: connections
