@@ -132,7 +132,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     "h2" => fastgrpc::Http2Engine::H2Crate,
                     "fastgrpc" => fastgrpc::Http2Engine::Fastgrpc,
                     other => {
-                        return Err(format!("unknown HTTP/2 engine {other} (h2 or fastgrpc)").into());
+                        return Err(
+                            format!("unknown HTTP/2 engine {other} (h2 or fastgrpc)").into()
+                        );
                     }
                 });
             }

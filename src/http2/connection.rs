@@ -68,6 +68,8 @@ const KEEPALIVE_PING: [u8; 8] = *b"fgkeepal";
 /// peer still answers; see `server::conn` for the same policy on the h2 engine.
 pub(crate) const SHUTDOWN_PING_WAIT: Duration = Duration::from_secs(5);
 const DRAIN_PROBE_INTERVAL: Duration = Duration::from_secs(10);
+/// How long the final GOAWAY may take to leave once no stream is left.
+const FINAL_GOAWAY_WAIT: Duration = Duration::from_secs(1);
 const DRAIN_PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How the connection ended.
@@ -352,6 +354,9 @@ where
         }
         frame::put_goaway(&mut self.write_buf, self.last_stream, Reason::NO_ERROR, b"");
         self.drain = Drain::Final;
+        self.ack_timer
+            .as_mut()
+            .reset(Instant::now() + FINAL_GOAWAY_WAIT);
     }
 
     /// Serves until the connection ends.
@@ -440,6 +445,10 @@ where
             why.as_bytes(),
         );
         self.failed = Some((reason, why));
+        // Bounded: a peer that does not read may never take the GOAWAY.
+        self.ack_timer
+            .as_mut()
+            .reset(Instant::now() + FINAL_GOAWAY_WAIT);
         self.queue.clear();
         for (_, stream) in self.streams.drain() {
             if let Some(shared) = stream.shared {
@@ -1046,6 +1055,11 @@ where
     /// of reply streams; `Some` when the connection must end.
     fn poll_timers(&mut self, cx: &mut Context<'_>) -> Option<Ended> {
         if self.ack_timer.as_mut().poll(cx).is_ready() {
+            if let Some((reason, why)) = self.failed {
+                return Some(Ended::Error(format!(
+                    "{why} ({reason:?}); its GOAWAY was not taken"
+                )));
+            }
             match self.drain {
                 Drain::Open if !self.settings_seen => {
                     return Some(Ended::Error(
@@ -1061,6 +1075,11 @@ where
                 Drain::Announced => {
                     tracing::debug!("shutdown PING unanswered: sending the final GOAWAY");
                     self.final_goaway();
+                    return None;
+                }
+                Drain::Final if self.streams.is_empty() => {
+                    // A peer that does not read can keep the socket's buffer full.
+                    return Some(Ended::Error("the final GOAWAY could not be written".into()));
                 }
                 _ => {}
             }
