@@ -2,7 +2,8 @@
 # End-to-end load over loopback with h2load (Debian's nghttp2-client): fastgrpc's
 # greeter_server against tonic_greeter_server (same proto, same handler), side by side.
 #
-#   bash benches/e2e.sh            # the three load shapes, both servers, 3 rounds each
+#   bash benches/e2e.sh            # the three load shapes, 3 rounds each: fastgrpc on the h2
+#                                  # engine ("fastgrpc"), on its own ("engine"), and tonic
 #   ROUNDS=1 bash benches/e2e.sh   # quicker
 #   SHAPES="200000 4 16" bash benches/e2e.sh   # only these shapes: "requests connections
 #                                              # streams", several separated by ';'
@@ -200,7 +201,10 @@ IFS=';' read -ra shapes <<<"${SHAPES:-20000 1 1;200000 4 16;400000 16 64}"
 for shape in "${shapes[@]}"; do
   read -r n c m <<<"$shape"
   for round in $(seq "$rounds"); do
-    run "fastgrpc c=$c m=$m (round $round)" "$n" "$c" "$m" 0 -- "${fastgrpc[@]}" --workers 1
+    run "fastgrpc c=$c m=$m (round $round)" "$n" "$c" "$m" 0 -- "${fastgrpc[@]}" --workers 1 \
+      --http2-engine h2
+    run "engine   c=$c m=$m (round $round)" "$n" "$c" "$m" 0 -- "${fastgrpc[@]}" --workers 1 \
+      --http2-engine fastgrpc
     run "tonic    c=$c m=$m (round $round)" "$n" "$c" "$m" 0 -- "${tonic[@]}" --workers 1
     if [[ -n "${BASELINE:-}" ]]; then
       run "baseline c=$c m=$m (round $round)" "$n" "$c" "$m" 0 -- "$BASELINE" \

@@ -777,3 +777,137 @@ fn encoding_list(bits: u8) -> EncodingList {
         .into_iter()
         .fold(EncodingList::new(), EncodingList::with)
 }
+
+// ---------------------------------------------------------------------------------------------
+// http2_frame: frames one after another: a 9-byte head (its length cut to what is left), then
+// the payload.
+
+/// Every frame of fastgrpc's HTTP/2 engine parsed from arbitrary bytes: no panic, and what a
+/// frame carries lies within its payload.
+pub fn http2_frame(mut data: &[u8]) {
+    use fastgrpc::http2::frame::{self, Frame, HEAD_LEN, Head};
+    while data.len() >= HEAD_LEN {
+        let mut head = Head::parse(data[..HEAD_LEN].try_into().expect("9 bytes"));
+        data = &data[HEAD_LEN..];
+        head.len = head.len.min(data.len());
+        let payload = Bytes::copy_from_slice(&data[..head.len]);
+        data = &data[head.len..];
+        match frame::parse(head, payload) {
+            Ok(Frame::Data { data, flow_len, .. }) => {
+                assert!(data.len() <= flow_len && flow_len == head.len);
+            }
+            Ok(Frame::Headers { block, .. }) | Ok(Frame::Continuation { block, .. }) => {
+                assert!(block.len() <= head.len);
+            }
+            Ok(_) | Err(_) => {}
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// hpack_decode: [limit, then blocks, each a length byte and that many bytes]
+
+/// Header blocks through one HPACK decoder (its table carried from block to block): no panic,
+/// the fields emitted stay within the header list limit, and a block that decodes whole
+/// re-encodes, through fastgrpc's encoder, to a block that decodes to the same fields.
+pub fn hpack_decode(data: &[u8]) {
+    use fastgrpc::http2::hpack::{Decoded, Decoder, Encoder, Indexing};
+    let Some((&selector, mut rest)) = data.split_first() else {
+        return;
+    };
+    let max_list = 64 + (selector as usize) * 64;
+    let mut decoder = Decoder::new(4096);
+    let mut encoder = Encoder::default();
+    let mut echo = Decoder::new(4096);
+    while let Some((&len, after)) = rest.split_first() {
+        let len = (len as usize).min(after.len());
+        let (block, next) = after.split_at(len);
+        rest = next;
+        let mut fields = Vec::new();
+        let mut size = 0;
+        let Ok(decoded) = decoder.decode(block, max_list, |name, value| {
+            size += name.len() + value.len() + 32;
+            fields.push((name.to_vec(), value.to_vec()));
+        }) else {
+            // A compression error ends the connection: its table is not used again.
+            return;
+        };
+        assert!(
+            size <= max_list,
+            "{size} bytes emitted past a limit of {max_list}"
+        );
+        if decoded == Decoded::Complete {
+            let mut block = Vec::new();
+            encoder.begin_block(&mut block);
+            for (i, (name, value)) in fields.iter().enumerate() {
+                let indexing = if i % 2 == 0 {
+                    Indexing::Cache
+                } else {
+                    Indexing::Never
+                };
+                encoder.field(name, value, indexing, &mut block);
+            }
+            let mut again = Vec::new();
+            echo.decode(&block, usize::MAX / 2, |name, value| {
+                again.push((name.to_vec(), value.to_vec()))
+            })
+            .expect("our own block decodes");
+            assert_eq!(again, fields);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// http2_connection: what a client sends after the preface and an empty SETTINGS frame.
+
+/// Arbitrary bytes from a client to a whole server on fastgrpc's engine, over an in-memory
+/// pipe, with time running as fast as the server waits: no panic, the connection ends (the
+/// client stops sending and closes), and what the server writes back is bounded.
+pub fn http2_connection(data: &[u8]) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("a runtime");
+    let input = [
+        &b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00"[..],
+        data,
+    ]
+    .concat();
+    runtime.block_on(async move {
+        let (client, server) = tokio::io::duplex(64 * 1024);
+        let incoming = futures_util::stream::iter([Ok::<_, std::io::Error>(server)]);
+        let serving = tokio::spawn(
+            fastgrpc::Server::builder()
+                .http2_engine(fastgrpc::Http2Engine::Fastgrpc)
+                .add_service(Echo)
+                .serve_with_incoming(incoming, std::future::pending()),
+        );
+        let (mut read, mut write) = tokio::io::split(client);
+        let writer = tokio::spawn(async move {
+            let _ = write.write_all(&input).await;
+            let _ = write.shutdown().await;
+        });
+        let mut written = 0usize;
+        let mut buf = vec![0u8; 16 * 1024];
+        let read_all = async {
+            loop {
+                match read.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => written += n,
+                }
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(600), read_all)
+            .await
+            .expect("the connection ends once the client has closed");
+        assert!(
+            written <= 1024 * 1024 + data.len() * 64,
+            "{written} bytes written for {} sent",
+            data.len()
+        );
+        let _ = writer.await;
+        serving.abort();
+    });
+}

@@ -10,7 +10,12 @@ mod compression;
 mod deadline;
 mod future;
 mod handler;
+#[cfg(not(feature = "__fuzz"))]
 mod http2;
+// The fuzz targets reach the engine's parsers.
+#[cfg(feature = "__fuzz")]
+#[doc(hidden)]
+pub mod http2;
 mod metadata;
 mod response;
 mod server;

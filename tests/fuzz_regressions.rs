@@ -50,3 +50,18 @@ fn unary_call() {
 fn route() {
     replay("route", fuzz_logic::route);
 }
+
+#[test]
+fn http2_frame_corpus() {
+    replay("http2_frame", fuzz_logic::http2_frame);
+}
+
+#[test]
+fn hpack_decode_corpus() {
+    replay("hpack_decode", fuzz_logic::hpack_decode);
+}
+
+#[test]
+fn http2_connection_corpus() {
+    replay("http2_connection", fuzz_logic::http2_connection);
+}
