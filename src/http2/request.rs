@@ -132,14 +132,19 @@ impl RequestHead {
             return Err("an empty :path");
         }
         let invalid = "an invalid :scheme, :authority or :path";
-        let mut uri = http::uri::Builder::new()
-            .scheme(scheme.as_ref())
-            .path_and_query(http::uri::PathAndQuery::from_maybe_shared(path).map_err(|_| invalid)?);
-        if let Some(authority) = self.authority {
-            uri = uri.authority(
-                http::uri::Authority::from_maybe_shared(authority).map_err(|_| invalid)?,
-            );
-        }
+        let path = http::uri::PathAndQuery::from_maybe_shared(path).map_err(|_| invalid)?;
+        // Without :authority (it may be left out, RFC 9113 §8.3.1) the URI is the path alone:
+        // `http` has no URI with a scheme and no authority.
+        let uri = match self.authority {
+            Some(authority) => http::uri::Builder::new()
+                .scheme(scheme.as_ref())
+                .authority(http::uri::Authority::from_maybe_shared(authority).map_err(|_| invalid)?)
+                .path_and_query(path),
+            None => {
+                http::uri::Scheme::try_from(scheme.as_ref()).map_err(|_| invalid)?;
+                http::uri::Builder::new().path_and_query(path)
+            }
+        };
         let uri: Uri = uri.build().map_err(|_| invalid)?;
         let (mut parts, ()) = http::Request::new(()).into_parts();
         parts.method = method;
