@@ -81,10 +81,53 @@ pub(crate) enum Ended {
     Error(String),
 }
 
+/// Request data received before the call started: nearly always one chunk, kept without a
+/// vector.
+#[derive(Default)]
+struct Received {
+    first: Option<Bytes>,
+    more: Vec<Bytes>,
+}
+
+impl Received {
+    fn push(&mut self, data: Bytes) {
+        match self.first {
+            None => self.first = Some(data),
+            Some(_) => self.more.push(data),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.first.iter().chain(&self.more).map(Bytes::len).sum()
+    }
+
+    fn into_chunks(self) -> impl Iterator<Item = Bytes> {
+        self.first.into_iter().chain(self.more)
+    }
+
+    /// The whole body as one `Bytes`: the only chunk itself when there is one.
+    fn join(self) -> Bytes {
+        match (self.first, self.more.is_empty()) {
+            (None, _) => Bytes::new(),
+            (Some(first), true) => first,
+            (Some(first), false) => {
+                let mut joined = BytesMut::with_capacity(
+                    first.len() + self.more.iter().map(Bytes::len).sum::<usize>(),
+                );
+                joined.extend_from_slice(&first);
+                for chunk in self.more {
+                    joined.extend_from_slice(&chunk);
+                }
+                joined.freeze()
+            }
+        }
+    }
+}
+
 /// Where a stream's request body goes.
 enum Recv {
     /// The call has not started: data is kept here, and given whole if the request ends first.
-    Before(Vec<Bytes>),
+    Before(Received),
     /// The call is reading it.
     Shared(Arc<StreamShared>),
     /// Nobody reads it any more (the call ended first): data is dropped and credited back.
@@ -193,6 +236,10 @@ pub(crate) struct Connection<IO> {
     ready: Vec<u32>,
     resets: ResetBudget,
     pings: PingStrikes,
+    /// Header blocks are encoded here before they are framed; kept between responses.
+    block: Vec<u8>,
+    /// The regular fields of the request being decoded; kept between requests.
+    fields: Vec<(http::HeaderName, std::ops::Range<usize>)>,
 }
 
 /// The client's pings against the server's policy (`server::config::PingPolicy`).
@@ -313,6 +360,8 @@ where
                 strikes: 0,
                 reset: false,
             },
+            block: Vec::with_capacity(256),
+            fields: Vec::with_capacity(16),
             shared,
             activity,
             connect_info,
@@ -825,9 +874,9 @@ where
         let padding = flow_len - data.len();
         let mut release = padding;
         match &mut stream.recv {
-            Recv::Before(chunks) => {
+            Recv::Before(received) => {
                 if !data.is_empty() {
-                    chunks.push(data);
+                    received.push(data);
                 }
             }
             Recv::Shared(shared) => {
@@ -939,7 +988,7 @@ where
                 "a client stream with an even id",
             ));
         }
-        let mut head = RequestHead::default();
+        let mut head = RequestHead::with_fields(std::mem::take(&mut self.fields));
         let decoded = self
             .decoder
             .decode(block, max_list, |name, value| head.field(name, value))
@@ -965,7 +1014,7 @@ where
         }
         let mut stream = Stream {
             recv_open: !end_stream,
-            recv: Recv::Before(Vec::new()),
+            recv: Recv::Before(Received::default()),
             recv_window: self.shared.connection.initial_stream_window_size as i64,
             recv_unreleased: 0,
             content_length: None,
@@ -985,7 +1034,9 @@ where
             self.respond(id, too_large_response(), None);
             return Ok(());
         }
-        match head.finish() {
+        let (head, fields) = head.finish();
+        self.fields = fields;
+        match head {
             Ok((parts, content_length)) => {
                 if end_stream && content_length.is_some_and(|length| length != 0) {
                     frame::put_rst_stream(&mut self.write_buf, id, Reason::PROTOCOL_ERROR);
@@ -1016,7 +1067,7 @@ where
 /// Bytes of a request body that were received and never read.
 fn unread_bytes(recv: &Recv) -> usize {
     match recv {
-        Recv::Before(chunks) => chunks.iter().map(Bytes::len).sum(),
+        Recv::Before(received) => received.len(),
         Recv::Shared(_) | Recv::Dropped => 0,
     }
 }
@@ -1178,20 +1229,20 @@ where
             Recv::Before(chunks) => chunks,
             other => {
                 stream.recv = other;
-                Vec::new()
+                Received::default()
             }
         };
-        let received: usize = chunks.iter().map(Bytes::len).sum();
+        let received = chunks.len();
         let body = if stream.recv_open {
             let shared = StreamShared::new(id, Arc::clone(&self.outbox));
-            for chunk in chunks {
+            for chunk in chunks.into_chunks() {
                 shared.push(chunk);
             }
             stream.recv = Recv::Shared(Arc::clone(&shared));
             stream.shared = Some(Arc::clone(&shared));
             RequestBody::engine(shared)
         } else {
-            RequestBody::complete(join(chunks))
+            RequestBody::complete(chunks.join())
         };
         let deadline = stream.deadline;
         if !stream.recv_open {
@@ -1251,7 +1302,8 @@ where
                 trailers: None
             }
         );
-        let mut block = Vec::with_capacity(64);
+        let mut block = std::mem::take(&mut self.block);
+        block.clear();
         response::encode_head(&mut self.encoder, parts.status, &parts.headers, &mut block);
         frame::put_headers(&mut self.write_buf, id, &block, trailers_only, max_frame);
         stream.head_sent = true;
@@ -1259,8 +1311,31 @@ where
         match outgoing {
             Outgoing::Whole { message, trailers } => {
                 if trailers_only {
+                    self.block = block;
                     return self.send_done(id);
                 }
+                let room = stream.send_window.min(self.send_window);
+                let fits = message.as_ref().is_none_or(|message| {
+                    message.len() as i64 <= room && message.len() <= max_frame
+                }) && self.write_buf.len() < WRITE_HIGH_WATER;
+                if fits {
+                    // The usual case: the whole reply goes into this write, queued nowhere.
+                    if let Some(message) = &message {
+                        frame::put_data(&mut self.write_buf, id, message, trailers.is_none());
+                        stream.send_window -= message.len() as i64;
+                        self.send_window -= message.len() as i64;
+                    } else if trailers.is_none() {
+                        frame::put_data(&mut self.write_buf, id, &[], true);
+                    }
+                    if let Some(trailers) = &trailers {
+                        block.clear();
+                        response::encode_trailers(&mut self.encoder, trailers, &mut block);
+                        frame::put_headers(&mut self.write_buf, id, &block, true, max_frame);
+                    }
+                    self.block = block;
+                    return self.send_done(id);
+                }
+                self.block = block;
                 if let Some(message) = message {
                     stream.pending.push_back(message);
                 }
@@ -1271,6 +1346,7 @@ where
                 self.flush_pending(id);
             }
             Outgoing::Streaming(body) => {
+                self.block = block;
                 let waker = Waker::from(Arc::new(StreamWaker {
                     stream: id,
                     outbox: Arc::clone(&self.outbox),
@@ -1427,9 +1503,11 @@ where
         match end {
             End::Data => frame::put_data(&mut self.write_buf, id, &[], true),
             End::Trailers(trailers) => {
-                let mut block = Vec::with_capacity(32);
+                let mut block = std::mem::take(&mut self.block);
+                block.clear();
                 response::encode_trailers(&mut self.encoder, &trailers, &mut block);
                 frame::put_headers(&mut self.write_buf, id, &block, true, max_frame);
+                self.block = block;
             }
         }
         self.send_done(id);
@@ -1461,21 +1539,6 @@ impl<IO> Drop for Connection<IO> {
             if let Some(shared) = stream.shared {
                 shared.end(RecvEnd::Reset(Reason::CANCEL));
             }
-        }
-    }
-}
-
-/// The chunks of a whole request body as one `Bytes`: the only chunk itself when there is one.
-fn join(mut chunks: Vec<Bytes>) -> Bytes {
-    match chunks.len() {
-        0 => Bytes::new(),
-        1 => chunks.pop().expect("one"),
-        _ => {
-            let mut joined = BytesMut::with_capacity(chunks.iter().map(Bytes::len).sum());
-            for chunk in chunks {
-                joined.extend_from_slice(&chunk);
-            }
-            joined.freeze()
         }
     }
 }

@@ -5,21 +5,29 @@
 //! marks the request malformed (a stream error of type PROTOCOL_ERROR, §8.1.1) and the rest of
 //! the block is still decoded, for HPACK's sake, but not kept.
 
-use bytes::Bytes;
+use bytes::BytesMut;
 use http::header::{HeaderName, HeaderValue};
 use http::{HeaderMap, Method, Uri};
 
 /// Why a request is malformed.
 pub(crate) type Malformed = &'static str;
 
+/// Where a value lies in [`RequestHead::text`].
+type Span = std::ops::Range<usize>;
+
 /// A request head being read from its fields.
+///
+/// Every value is copied once, into one buffer (`text`), and the head's URI parts and header
+/// values are slices of it: one allocation for all of them.
 #[derive(Default)]
 pub(crate) struct RequestHead {
     method: Option<Method>,
-    scheme: Option<Bytes>,
-    authority: Option<Bytes>,
-    path: Option<Bytes>,
-    headers: HeaderMap,
+    scheme: Option<http::uri::Scheme>,
+    authority: Option<Span>,
+    path: Option<Span>,
+    text: BytesMut,
+    /// Regular fields, in order; a recycled vector (see [`RequestHead::with_fields`]).
+    fields: Vec<(HeaderName, Span)>,
     content_length: Option<u64>,
     /// A regular field has been seen: pseudo-fields may no longer come.
     regular: bool,
@@ -70,24 +78,35 @@ impl RequestHead {
             if self.regular {
                 return Err("a pseudo-header after a regular field");
             }
-            let slot = match pseudo {
+            match pseudo {
                 b"method" => {
                     if self.method.is_some() {
                         return Err("two :method");
                     }
                     self.method =
                         Some(Method::from_bytes(value).map_err(|_| "an invalid :method")?);
-                    return Ok(());
                 }
-                b"scheme" => &mut self.scheme,
-                b"authority" => &mut self.authority,
-                b"path" => &mut self.path,
+                b"scheme" => {
+                    if self.scheme.is_some() {
+                        return Err("a pseudo-header twice");
+                    }
+                    let scheme =
+                        http::uri::Scheme::try_from(value).map_err(|_| "an invalid :scheme")?;
+                    self.scheme = Some(scheme);
+                }
+                b"authority" | b"path" => {
+                    let span = self.keep(value);
+                    let slot = if pseudo == b"path" {
+                        &mut self.path
+                    } else {
+                        &mut self.authority
+                    };
+                    if slot.replace(span).is_some() {
+                        return Err("a pseudo-header twice");
+                    }
+                }
                 _ => return Err("an unknown or response pseudo-header"),
-            };
-            if slot.is_some() {
-                return Err("a pseudo-header twice");
             }
-            *slot = Some(Bytes::copy_from_slice(value));
             return Ok(());
         }
         self.regular = true;
@@ -111,13 +130,49 @@ impl RequestHead {
             self.content_length = Some(length);
         }
         let name = HeaderName::from_bytes(name).map_err(|_| "an invalid field name")?;
-        let value = HeaderValue::from_bytes(value).map_err(|_| "an invalid field value")?;
-        self.headers.append(name, value);
+        let span = self.keep(value);
+        self.fields.push((name, span));
         Ok(())
     }
 
-    /// The request head, once the whole block is decoded.
-    pub(crate) fn finish(self) -> Result<(http::request::Parts, Option<u64>), Malformed> {
+    /// A head whose regular fields go into `fields` (cleared), a vector kept from an earlier
+    /// request so that a request allocates none.
+    pub(crate) fn with_fields(mut fields: Vec<(HeaderName, Span)>) -> RequestHead {
+        fields.clear();
+        RequestHead {
+            fields,
+            ..RequestHead::default()
+        }
+    }
+
+    /// Copies a value into the head's buffer.
+    fn keep(&mut self, value: &[u8]) -> Span {
+        if self.text.capacity() == 0 {
+            self.text.reserve(256);
+        }
+        let start = self.text.len();
+        self.text.extend_from_slice(value);
+        start..self.text.len()
+    }
+
+    /// The request head, once the whole block is decoded, and the fields vector back for the
+    /// next request.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn finish(
+        mut self,
+    ) -> (
+        Result<(http::request::Parts, Option<u64>), Malformed>,
+        Vec<(HeaderName, Span)>,
+    ) {
+        let fields = std::mem::take(&mut self.fields);
+        let head = self.build(&fields);
+        (head, fields)
+    }
+
+    fn build(
+        self,
+        fields: &[(HeaderName, Span)],
+    ) -> Result<(http::request::Parts, Option<u64>), Malformed> {
         if let Some(why) = self.malformed {
             return Err(why);
         }
@@ -131,26 +186,34 @@ impl RequestHead {
         if path.is_empty() {
             return Err("an empty :path");
         }
+        let text = self.text.freeze();
         let invalid = "an invalid :scheme, :authority or :path";
-        let path = http::uri::PathAndQuery::from_maybe_shared(path).map_err(|_| invalid)?;
+        let path =
+            http::uri::PathAndQuery::from_maybe_shared(text.slice(path)).map_err(|_| invalid)?;
         // Without :authority (it may be left out, RFC 9113 §8.3.1) the URI is the path alone:
         // `http` has no URI with a scheme and no authority.
         let uri = match self.authority {
             Some(authority) => http::uri::Builder::new()
-                .scheme(scheme.as_ref())
-                .authority(http::uri::Authority::from_maybe_shared(authority).map_err(|_| invalid)?)
+                .scheme(scheme)
+                .authority(
+                    http::uri::Authority::from_maybe_shared(text.slice(authority))
+                        .map_err(|_| invalid)?,
+                )
                 .path_and_query(path),
-            None => {
-                http::uri::Scheme::try_from(scheme.as_ref()).map_err(|_| invalid)?;
-                http::uri::Builder::new().path_and_query(path)
-            }
+            None => http::uri::Builder::new().path_and_query(path),
         };
         let uri: Uri = uri.build().map_err(|_| invalid)?;
+        let mut headers = HeaderMap::with_capacity(fields.len());
+        for (name, span) in fields {
+            let value = HeaderValue::from_maybe_shared(text.slice(span.clone()))
+                .map_err(|_| "an invalid field value")?;
+            headers.append(name.clone(), value);
+        }
         let (mut parts, ()) = http::Request::new(()).into_parts();
         parts.method = method;
         parts.uri = uri;
         parts.version = http::Version::HTTP_2;
-        parts.headers = self.headers;
+        parts.headers = headers;
         Ok((parts, self.content_length))
     }
 }
@@ -200,7 +263,7 @@ mod tests {
         for (name, value) in fields {
             head.field(name.as_bytes(), value.as_bytes());
         }
-        head.finish()
+        head.finish().0
     }
 
     const GRPC: [(&str, &str); 5] = [
