@@ -37,6 +37,7 @@ use super::shared::{Finished, Outbox, RecvEnd, StreamShared, StreamWaker, Taken}
 use crate::body::{Outgoing, RequestBody, ResponseBody};
 use crate::deadline::{self, Deadline};
 use crate::handler::{Panic, ResponseFuture, clock, panic_status};
+use crate::server::config::{DRAIN_PROBE, FINAL_GOAWAY_WAIT, SHUTDOWN_PING_WAIT};
 use crate::server::{
     Activity, ConnectInfo, FastService, Shared, give_connect_info, panic_response,
 };
@@ -62,15 +63,6 @@ const COALESCE_BELOW: usize = 16 * 1024;
 /// The payloads of our two kinds of PING.
 const SHUTDOWN_PING: [u8; 8] = *b"fgshutdn";
 const KEEPALIVE_PING: [u8; 8] = *b"fgkeepal";
-
-/// How long the drain waits for the shutdown PING's ack before sending the final GOAWAY
-/// anyway (as grpc-go's server does), and then how a drain without keepalive checks that its
-/// peer still answers; see `server::conn` for the same policy on the h2 engine.
-pub(crate) const SHUTDOWN_PING_WAIT: Duration = Duration::from_secs(5);
-const DRAIN_PROBE_INTERVAL: Duration = Duration::from_secs(10);
-/// How long the final GOAWAY may take to leave once no stream is left.
-const FINAL_GOAWAY_WAIT: Duration = Duration::from_secs(1);
-const DRAIN_PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How the connection ended.
 #[derive(Debug)]
@@ -631,7 +623,7 @@ where
                     self.ping_outstanding = false;
                     let interval = match (self.shared.connection.keepalive, self.drain) {
                         (Some(keepalive), _) => keepalive.interval,
-                        (None, _) => DRAIN_PROBE_INTERVAL,
+                        (None, _) => DRAIN_PROBE.interval,
                     };
                     self.ping_timer.as_mut().reset(Instant::now() + interval);
                 }
@@ -1141,7 +1133,7 @@ where
         let probe = match (self.shared.connection.keepalive, self.drain) {
             (Some(keepalive), _) => Some((keepalive.interval, keepalive.timeout)),
             (None, Drain::Open) => None,
-            (None, _) => Some((DRAIN_PROBE_INTERVAL, DRAIN_PROBE_TIMEOUT)),
+            (None, _) => Some((DRAIN_PROBE.interval, DRAIN_PROBE.timeout)),
         };
         if let Some((_, timeout)) = probe
             && self.ping_timer.as_mut().poll(cx).is_ready()

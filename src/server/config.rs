@@ -134,6 +134,30 @@ impl ConnectionConfig {
     }
 }
 
+/// How a drain ends, on either engine (the policy `Builder::drain_grace` documents).
+///
+/// How long a draining connection waits for the peer to acknowledge the PING sent with the first
+/// GOAWAY before it sends the final one anyway: requests the peer sent before it saw the first
+/// GOAWAY have arrived by the acknowledgement. grpc-go's server waits as long.
+pub(crate) const SHUTDOWN_PING_WAIT: Duration = Duration::from_secs(5);
+
+/// How long the final GOAWAY may take to leave before a connection with no stream left is
+/// dropped: a peer that does not read can fill the socket's buffer.
+pub(crate) const FINAL_GOAWAY_WAIT: Duration = Duration::from_secs(1);
+
+/// Without keepalive, how a draining connection finds that its peer is gone (a vanished client,
+/// or one that stopped reading), so calls in flight on it do not hold a shutdown forever: a
+/// PING once the shutdown PING's wait is over and then every `interval`, each to be answered
+/// within `timeout`. An HTTP/2 client answers pings whatever its application is doing.
+///
+/// Not at once: nginx (1.22) fails a call whose last frame it reads just after a PING when the
+/// connection closes right after that call, as a draining one does; in a drain that ends
+/// within [`SHUTDOWN_PING_WAIT`] the shutdown PING is the only one sent.
+pub(crate) const DRAIN_PROBE: Keepalive = Keepalive {
+    interval: Duration::from_secs(10),
+    timeout: Duration::from_secs(10),
+};
+
 /// Why a connection must drain, once it must: the server shuts down, the connection reached
 /// its maximum age, or it was idle for too long. Never completes while none of those happens.
 pub(crate) async fn drain_reason(

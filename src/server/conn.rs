@@ -34,7 +34,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::Shared;
 use super::activity::Activity;
-use super::config::{Keepalive, drain_reason, sleep_for};
+use super::config::{
+    DRAIN_PROBE, FINAL_GOAWAY_WAIT, Keepalive, SHUTDOWN_PING_WAIT, drain_reason, sleep_for,
+};
 use super::connect_info::ConnectInfo;
 use super::send::{pump, send_head, send_inline};
 use super::service::FastService;
@@ -111,28 +113,6 @@ pub(crate) async fn serve<IO>(
     };
     log_end(drain(&mut conn, &mut driver, pin!(dead_peer)).await);
 }
-
-/// How long a draining connection waits for the peer to acknowledge the PING sent with the first
-/// GOAWAY before it sends the final one anyway: requests the peer sent before it saw the first
-/// GOAWAY have arrived by the acknowledgement. grpc-go's server waits as long.
-const SHUTDOWN_PING_WAIT: Duration = Duration::from_secs(5);
-
-/// How long the final GOAWAY may take to leave before a connection with no stream left is
-/// dropped: a peer that does not read can fill the socket's buffer.
-const FINAL_GOAWAY_WAIT: Duration = Duration::from_secs(1);
-
-/// Without keepalive, how a draining connection finds that its peer is gone (a vanished client,
-/// or one that stopped reading), so calls in flight on it do not hold a shutdown forever: a
-/// PING once the shutdown PING's wait is over and then every `interval`, each to be answered
-/// within `timeout`. An HTTP/2 client answers pings whatever its application is doing.
-///
-/// Not at once: nginx (1.22) fails a call whose last frame it reads just after a PING when the
-/// connection closes right after that call, as a draining one does; in a drain that ends
-/// within [`SHUTDOWN_PING_WAIT`] the shutdown PING is the only one sent.
-const DRAIN_PROBE: Keepalive = Keepalive {
-    interval: Duration::from_secs(10),
-    timeout: Duration::from_secs(10),
-};
 
 fn log_end(result: Result<(), h2::Error>) {
     if let Err(error) = result {

@@ -11,7 +11,7 @@
 //! ```
 
 mod activity;
-mod config;
+pub(crate) mod config;
 mod conn;
 mod connect_info;
 mod dispatch;
