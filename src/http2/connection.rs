@@ -23,7 +23,6 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use futures_util::FutureExt;
 use http::HeaderMap;
 use http_body::Body as _;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -39,7 +38,7 @@ use crate::deadline::{self, Deadline};
 use crate::handler::{Panic, ResponseFuture, clock, panic_status};
 use crate::server::config::{DRAIN_PROBE, FINAL_GOAWAY_WAIT, SHUTDOWN_PING_WAIT};
 use crate::server::{
-    Activity, ConnectInfo, FastService, Shared, give_connect_info, panic_response,
+    Activity, ConnectInfo, FastService, Shared, finish_call, give_connect_info, panic_response,
 };
 use crate::status;
 
@@ -1535,8 +1534,8 @@ impl<IO> Drop for Connection<IO> {
     }
 }
 
-/// Completes a call that did not answer at once, in its task; drops it when the client resets
-/// the stream, and answers `DEADLINE_EXCEEDED` when the deadline passes first.
+/// Completes a call that did not answer at once, in its task, and hands its response to the
+/// connection; drops it when the client resets the stream first.
 async fn finish_pending(
     response: ResponseFuture,
     stream: u32,
@@ -1544,32 +1543,12 @@ async fn finish_pending(
     outbox: Arc<Outbox>,
     deadline: Option<Deadline>,
 ) {
-    let response = if deadline::expired(deadline) {
-        Ok(Ok(crate::response::status(&deadline::exceeded())))
-    } else {
-        let mut response = std::pin::pin!(AssertUnwindSafe(response).catch_unwind());
-        let reset = std::future::poll_fn(|cx| shared.poll_reset(cx));
-        tokio::select! {
-            biased;
-            response = response.as_mut() => response,
-            reason = reset => {
-                tracing::debug!(?reason, "client reset the stream; dropping its call");
-                return;
-            }
-            () = deadline::passes(deadline) => Ok(Ok(crate::response::status(&deadline::exceeded()))),
-        }
-    };
-    let (response, deadline) = match response {
-        Ok(Ok(_)) if deadline::expired(deadline) => {
-            (crate::response::status(&deadline::exceeded()), None)
-        }
-        Ok(Ok(response)) => (response, deadline),
-        Ok(Err(never)) => match never {},
-        Err(panic) => (panic_response(panic), None),
-    };
-    outbox.finish(Finished {
-        stream,
-        response,
-        deadline,
-    });
+    let reset = std::future::poll_fn(|cx| shared.poll_reset(cx));
+    if let Some((response, deadline)) = finish_call(response, deadline, reset).await {
+        outbox.finish(Finished {
+            stream,
+            response,
+            deadline,
+        });
+    }
 }

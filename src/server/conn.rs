@@ -379,33 +379,48 @@ async fn finish_pending(
     mut respond: SendResponse<Bytes>,
     deadline: Option<Deadline>,
 ) {
+    let reset = poll_fn(|cx| respond.poll_reset(cx));
+    let Some((response, deadline)) = finish_call(response, deadline, reset).await else {
+        return;
+    };
+    if let Some((stream, body)) = send_head(response, respond) {
+        pump(stream, body, deadline).await;
+    }
+}
+
+/// Runs a call that did not answer at once to its response, on either engine: `None` when
+/// `reset` (the client resetting the stream) completes first; `DEADLINE_EXCEEDED` when the
+/// deadline passes first or had passed before the task ran (the call then never starts); a
+/// panic becomes `INTERNAL`. The deadline comes back with the response while it still holds
+/// for the reply body.
+pub(crate) async fn finish_call<R: std::fmt::Debug>(
+    response: ResponseFuture,
+    deadline: Option<Deadline>,
+    reset: impl Future<Output = R>,
+) -> Option<(http::Response<ResponseBody>, Option<Deadline>)> {
     let response = if deadline::expired(deadline) {
         Ok(Ok(crate::response::status(&deadline::exceeded())))
     } else {
         let mut response = pin!(AssertUnwindSafe(response).catch_unwind());
-        let reset = poll_fn(|cx| respond.poll_reset(cx));
         // The call first: a handler reading its requests sees a reset as CANCELLED.
         tokio::select! {
             biased;
             response = response.as_mut() => response,
             reason = reset => {
                 tracing::debug!(?reason, "client reset the stream; dropping its call");
-                return;
+                return None;
             }
             () = deadline::passes(deadline) => Ok(Ok(crate::response::status(&deadline::exceeded()))),
         }
     };
-    let (response, deadline) = match response {
+    Some(match response {
         Ok(Ok(_)) if deadline::expired(deadline) => {
             (crate::response::status(&deadline::exceeded()), None)
         }
         Ok(Ok(response)) => (response, deadline),
         Ok(Err(never)) => match never {},
         Err(panic) => (panic_response(panic), None),
-    };
-    if let Some((stream, body)) = send_head(response, respond) {
-        pump(stream, body, deadline).await;
-    }
+    })
 }
 
 /// The body as far as it has been received; complete if the client has finished sending.

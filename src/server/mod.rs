@@ -31,7 +31,7 @@ pub(crate) use self::activity::Activity;
 pub use self::activity::ServerStats;
 pub use self::config::Http2Engine;
 pub(crate) use self::config::{drain_reason, sleep_for};
-pub(crate) use self::conn::{give_connect_info, panic_response};
+pub(crate) use self::conn::{finish_call, give_connect_info, panic_response};
 pub use self::connect_info::{Address, ConnectInfo, Connected};
 pub use self::dispatch::Dispatcher;
 pub use self::for_tonic::ForTonic;
