@@ -13,6 +13,8 @@
 #   bash benches/e2e.sh slow       # 64 pipelined 4 ms calls, one worker: first and last answer
 #   bash benches/e2e.sh busy       # one connection x 64 streams, 50 us handler, two workers
 #   bash benches/e2e.sh mixed      # 1 ms calls and health checks on one connection: checks' p99
+#   bash benches/e2e.sh streaming  # server streaming: interop_server on both HTTP/2 engines
+#                                  # against tonic_streaming_server, CPU per reply message
 #   bash benches/e2e.sh web        # gRPC-Web unary over HTTP/2 and HTTP/1.1 (h2load --h1),
 #                                  # against tonic with tonic-web and accept_http1
 #
@@ -38,6 +40,7 @@ printf '\x00\x00\x00\x00\x07\x0a\x05world' > "$body"
 
 command -v h2load >/dev/null || { echo "h2load missing: apt-get install nghttp2-client" >&2; exit 1; }
 cargo build --release --quiet --example greeter_server --example tonic_greeter_server \
+  --example interop_server --example tonic_streaming_server \
   --example load_probe
 
 fastgrpc=(target/release/examples/greeter_server --addr "127.0.0.1:$port")
@@ -49,6 +52,21 @@ wait_for_port() {
     sleep 0.05
   done
   echo "server did not start" >&2; return 1
+}
+
+# stream_run NAME PID: the streaming load against the server PID just started; reports server
+# CPU per reply message.
+stream_run() {
+  local name=$1 pid=$2
+  wait_for_port
+  read -r u1 s1 < <(awk '{print $14, $15}' "/proc/$pid/stat")
+  local out
+  out=$(taskset -c 1 timeout 120 h2load -n 2000 -c 1 -m 8 -d "$body" "${request_args[@]}" "$stream_path")
+  read -r u2 s2 < <(awk '{print $14, $15}' "/proc/$pid/stat")
+  kill -INT "$pid"; wait "$pid" 2>/dev/null || true
+  grep -q "2000 succeeded" <<<"$out" || { echo "$name: not every call succeeded" >&2; echo "$out" >&2; }
+  python3 -c "import sys; t=int(sys.argv[2])/int(sys.argv[3]); print(f'{sys.argv[1]:<34} server CPU {t*1e6/2000000:6.3f} us/message, {t:5.2f} s in all')" \
+    "$name" "$((u2 - u1 + s2 - s1))" "$(getconf CLK_TCK)"
 }
 
 # How h2load sends each request: gRPC over HTTP/2 unless a mode says otherwise.
@@ -133,6 +151,24 @@ peers() {
 }
 
 case "${1:-}" in
+  streaming)
+    # Server streaming: 2,000 calls of 1,000 replies of 100 bytes (StreamingOutputCall), 8 at a
+    # time on one connection; server CPU per reply message is the figure.
+    printf '\x00\x00\x00\x0f\xa0' > "$body"
+    for _ in $(seq 1000); do printf '\x12\x02\x08\x64' >> "$body"; done
+    stream_path="http://127.0.0.1:$port/grpc.testing.TestService/StreamingOutputCall"
+    for round in $(seq "$rounds"); do
+      for engine in h2 fastgrpc; do
+        FASTGRPC_HTTP2_ENGINE=$engine taskset -c 0 target/release/examples/interop_server \
+          --port "$port" >/dev/null 2>&1 &
+        stream_run "fastgrpc $engine engine (round $round)" $!
+      done
+      taskset -c 0 target/release/examples/tonic_streaming_server --addr "127.0.0.1:$port" \
+        --workers 1 >/dev/null 2>&1 &
+      stream_run "tonic (round $round)" $!
+    done
+    exit 0
+    ;;
   heavy)
     # One connection, 16 streams, a handler that computes for 200 us; two workers on two cores.
     peers 200 2

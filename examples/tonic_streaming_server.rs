@@ -1,0 +1,112 @@
+//! gRPC's `TestService/StreamingOutputCall` served by tonic 0.14, the peer of the streaming
+//! benchmark (`bash benches/e2e.sh streaming`): each response parameter of the request becomes
+//! one reply of that size, all ready at once, as `interop_server` answers it. The other methods
+//! answer `UNIMPLEMENTED`.
+//!
+//! `cargo run --release --example tonic_streaming_server -- --addr 127.0.0.1:10000 --workers 1`
+
+use protos::tonic_pb::grpc_testing as pb;
+use tonic::{Request, Response, Status, Streaming};
+
+use pb::test_service_server::{TestService, TestServiceServer};
+
+type Replies =
+    futures_util::stream::Iter<std::vec::IntoIter<Result<pb::StreamingOutputCallResponse, Status>>>;
+
+struct Streamer;
+
+#[tonic::async_trait]
+impl TestService for Streamer {
+    async fn empty_call(&self, _: Request<pb::Empty>) -> Result<Response<pb::Empty>, Status> {
+        Err(Status::unimplemented("only StreamingOutputCall"))
+    }
+
+    async fn unary_call(
+        &self,
+        _: Request<pb::SimpleRequest>,
+    ) -> Result<Response<pb::SimpleResponse>, Status> {
+        Err(Status::unimplemented("only StreamingOutputCall"))
+    }
+
+    type StreamingOutputCallStream = Replies;
+
+    async fn streaming_output_call(
+        &self,
+        request: Request<pb::StreamingOutputCallRequest>,
+    ) -> Result<Response<Replies>, Status> {
+        let replies: Vec<_> = request
+            .into_inner()
+            .response_parameters
+            .iter()
+            .map(|parameters| {
+                Ok(pb::StreamingOutputCallResponse {
+                    payload: Some(pb::Payload {
+                        r#type: 0,
+                        body: vec![0; parameters.size.max(0) as usize].into(),
+                    }),
+                })
+            })
+            .collect();
+        Ok(Response::new(futures_util::stream::iter(replies)))
+    }
+
+    async fn streaming_input_call(
+        &self,
+        _: Request<Streaming<pb::StreamingInputCallRequest>>,
+    ) -> Result<Response<pb::StreamingInputCallResponse>, Status> {
+        Err(Status::unimplemented("only StreamingOutputCall"))
+    }
+
+    type FullDuplexCallStream = Replies;
+
+    async fn full_duplex_call(
+        &self,
+        _: Request<Streaming<pb::StreamingOutputCallRequest>>,
+    ) -> Result<Response<Replies>, Status> {
+        Err(Status::unimplemented("only StreamingOutputCall"))
+    }
+
+    type HalfDuplexCallStream = Replies;
+
+    async fn half_duplex_call(
+        &self,
+        _: Request<Streaming<pb::StreamingOutputCallRequest>>,
+    ) -> Result<Response<Replies>, Status> {
+        Err(Status::unimplemented("only StreamingOutputCall"))
+    }
+
+    async fn unimplemented_call(
+        &self,
+        _: Request<pb::Empty>,
+    ) -> Result<Response<pb::Empty>, Status> {
+        Err(Status::unimplemented("unimplemented_call"))
+    }
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut addr = "127.0.0.1:10000".parse()?;
+    let mut workers = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = || args.next().ok_or(format!("{arg} needs a value"));
+        match arg.as_str() {
+            "--addr" => addr = value()?.parse()?,
+            "--workers" => workers = Some(value()?.parse::<usize>()?),
+            other => return Err(format!("unknown argument {other}").into()),
+        }
+    }
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    if let Some(workers) = workers {
+        runtime.worker_threads(workers);
+    }
+    runtime.enable_all().build()?.block_on(async move {
+        println!("tonic streaming server listening on {addr}");
+        tonic::transport::Server::builder()
+            .add_service(TestServiceServer::new(Streamer))
+            .serve_with_shutdown(addr, async {
+                let _ = tokio::signal::ctrl_c().await;
+            })
+            .await
+    })?;
+    Ok(())
+}
