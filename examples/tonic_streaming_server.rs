@@ -42,7 +42,7 @@ impl TestService for Streamer {
                 Ok(pb::StreamingOutputCallResponse {
                     payload: Some(pb::Payload {
                         r#type: 0,
-                        body: vec![0; parameters.size.max(0) as usize].into(),
+                        body: vec![0; parameters.size.max(0) as usize],
                     }),
                 })
             })
