@@ -6,6 +6,8 @@
 //! target/release/examples/soak --seconds 60
 //! ```
 //!
+//! Exits non-zero if any call ends in an outcome the mix does not expect.
+//!
 //! Options: `--seconds N` (default 30), `--workers N` concurrent client tasks (default 8),
 //! `--server PATH` (default `target/release/examples/interop_server`). Loopback only; every
 //! loop is bounded by the time limit and by a cap on calls per worker.
@@ -118,6 +120,26 @@ async fn soak(
     }
     println!("server RSS (KiB) every 5 s: {samples:?}");
     println!("server RSS: {start_rss} KiB after warm-up, {end_rss} KiB at the end");
+    // Every call of the mix has one right outcome; any other is a failure of the server (an
+    // honest call cut off, a hang the client's 10 s timeout ended, a wrong status).
+    const EXPECTED: [&str; 6] = [
+        "full duplex: OK",
+        "malformed body (raw HTTP/2): Internal",
+        "server streaming: OK",
+        "stream cancelled after one reply: OK",
+        "unary asking for FAILED_PRECONDITION: FailedPrecondition",
+        "unary: OK",
+    ];
+    let unexpected: u64 = outcomes
+        .iter()
+        .filter(|(outcome, _)| !EXPECTED.contains(&outcome.as_str()))
+        .map(|(_, count)| count)
+        .sum();
+    if unexpected > 0 {
+        return Err(
+            format!("{unexpected} calls ended in an outcome the mix does not expect").into(),
+        );
+    }
     Ok(())
 }
 

@@ -412,8 +412,16 @@ where
             // Everything the socket has, before any call starts: a request whose DATA came in
             // another segment than its HEADERS is then still answered inline, whole.
             let mut drained = true;
+            // Whether this round left the socket unread because the write buffer was full: the
+            // read side's readiness may have been taken already, so nothing would wake us for
+            // it; the round after the buffer drains must read.
+            let mut read_skipped = false;
             for _ in 0..READS_PER_ROUND {
-                if self.failed.is_some() || self.write_buf.len() >= WRITE_HIGH_WATER {
+                if self.failed.is_some() {
+                    break;
+                }
+                if self.write_buf.len() >= WRITE_HIGH_WATER {
+                    read_skipped = true;
                     break;
                 }
                 match self.poll_read(cx) {
@@ -443,8 +451,10 @@ where
                 cx.waker().wake_by_ref();
                 return Poll::Pending;
             }
-            // Go round again only if the socket may have more, or work is left.
-            if drained && self.queue.is_empty() && self.ready.is_empty() {
+            // Go round again only if the socket may have more, or work is left. A write still
+            // pending has registered the waker; one that emptied the buffer lets us read.
+            let may_read = read_skipped && self.write_buf.len() < WRITE_HIGH_WATER;
+            if drained && !may_read && self.queue.is_empty() && self.ready.is_empty() {
                 return Poll::Pending;
             }
         }
