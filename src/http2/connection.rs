@@ -229,6 +229,8 @@ pub(crate) struct Connection<IO> {
     pings: PingStrikes,
     /// Header blocks are encoded here before they are framed; kept between responses.
     block: Vec<u8>,
+    /// Streams to flush when the connection window or the write buffer opens; kept.
+    waiting: Vec<u32>,
     /// The regular fields of the request being decoded; kept between requests.
     fields: Vec<(http::HeaderName, std::ops::Range<usize>)>,
 }
@@ -352,6 +354,7 @@ where
                 reset: false,
             },
             block: Vec::with_capacity(256),
+            waiting: Vec::new(),
             fields: Vec::with_capacity(16),
             shared,
             activity,
@@ -1517,19 +1520,22 @@ where
     /// The connection window or the write buffer opened: every stream that waited goes on.
     fn flush_all_pending(&mut self) {
         self.blocked = false;
-        let waiting: Vec<u32> = self
-            .streams
-            .iter()
-            .filter(|(_, stream)| {
-                !stream.pending.is_empty()
-                    || stream.pending_end.is_some()
-                    || stream.sending.is_some()
-            })
-            .map(|(id, _)| *id)
-            .collect();
-        for id in waiting {
+        let mut waiting = std::mem::take(&mut self.waiting);
+        waiting.clear();
+        waiting.extend(
+            self.streams
+                .iter()
+                .filter(|(_, stream)| {
+                    !stream.pending.is_empty()
+                        || stream.pending_end.is_some()
+                        || stream.sending.is_some()
+                })
+                .map(|(id, _)| *id),
+        );
+        for &id in &waiting {
             self.flush_pending(id);
         }
+        self.waiting = waiting;
     }
 }
 

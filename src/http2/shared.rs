@@ -43,6 +43,9 @@ struct Mailbox {
 #[derive(Default)]
 pub(crate) struct Outbox {
     mailbox: Mutex<Mailbox>,
+    /// Something was put in the mailbox since the connection last took from it: the
+    /// connection looks at this before it takes the lock, so a poll with no mail locks nothing.
+    mail: std::sync::atomic::AtomicBool,
     waker: AtomicWaker,
 }
 
@@ -72,6 +75,9 @@ impl Outbox {
         into.finished.clear();
         into.ready.clear();
         into.consumed.clear();
+        if !self.mail.swap(false, std::sync::atomic::Ordering::AcqRel) {
+            return;
+        }
         let mut mailbox = self.lock();
         std::mem::swap(&mut mailbox.finished, &mut into.finished);
         std::mem::swap(&mut mailbox.ready, &mut into.ready);
@@ -93,16 +99,19 @@ impl Outbox {
             }
             mailbox.finished.push(finished);
         }
+        self.mail.store(true, std::sync::atomic::Ordering::Release);
         self.waker.wake();
     }
 
     fn ready(&self, stream: u32) {
         self.lock().ready.push(stream);
+        self.mail.store(true, std::sync::atomic::Ordering::Release);
         self.waker.wake();
     }
 
     fn consumed(&self, stream: u32, bytes: usize) {
         self.lock().consumed.push((stream, bytes));
+        self.mail.store(true, std::sync::atomic::Ordering::Release);
         self.waker.wake();
     }
 }
