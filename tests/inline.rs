@@ -250,7 +250,13 @@ async fn a_method_that_computes_for_long_is_spawned_and_a_light_one_stays_inline
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_method_that_became_cheap_comes_back_inline() {
     let _alone = ONE_AT_A_TIME.lock().await;
-    let (server, stats) = work_server().await;
+    // A limit far from both kinds of call (2 ms heavy, a few µs cheap): with the default 25 µs,
+    // a cheap call preempted on a loaded machine could measure over it and be spawned.
+    let builder = Server::builder().add_service(
+        TestServiceServer::new(Work::default()).inline_cost_limit(Duration::from_micros(500)),
+    );
+    let stats = builder.stats();
+    let server = TestServer::start(builder).await;
     for _ in 0..5 {
         call_ok(&server, UNARY, work(2_000)).await;
     }
