@@ -364,18 +364,20 @@ async fn a_default_shutdown_is_not_held_by_an_idle_peer_that_never_answers() {
 
     let started = Instant::now();
     server.begin_stop();
-    server.stop_within(Duration::from_secs(8)).await;
+    server.stop_within(Duration::from_secs(10)).await;
     let took = started.elapsed();
-    // It waited for the shutdown PING's acknowledgement (5 s, as grpc-go), not for ever.
+    // It waited for the shutdown PING's acknowledgement (5 s, as grpc-go), then for the
+    // drain's own ping (2 s) on the h2 engine, not for ever.
     assert!(
-        took >= Duration::from_millis(4_500) && took < Duration::from_secs(7),
+        took >= Duration::from_millis(4_500) && took < Duration::from_millis(8_500),
         "stopped after {took:?}"
     );
-    // The peer got both GOAWAYs: the announcement, then the final one naming no stream.
+    // The peer got the announcing GOAWAY, and from fastgrpc's engine the final one, naming no
+    // stream (the h2 engine closes without it: h2 cannot be told to send it safely).
     let frames = frames_until_closed(&mut mute).await;
-    assert_eq!(
-        raw_frames::goaway_last_stream_ids(&frames),
-        [(1 << 31) - 1, 0],
+    let goaways = raw_frames::goaway_last_stream_ids(&frames);
+    assert!(
+        goaways == [(1 << 31) - 1] || goaways == [(1 << 31) - 1, 0],
         "{frames:?}"
     );
     assert!(
@@ -407,16 +409,16 @@ async fn a_default_shutdown_closes_answering_idle_peers_at_once() {
 #[tokio::test]
 async fn a_default_shutdown_cuts_off_a_mute_peer_with_a_call_in_flight() {
     // Without keepalive the drain still pings, from 5 s after the GOAWAY: a call in flight on
-    // a peer that answers nothing holds the shutdown only until that ping times out (10 s).
+    // a peer that answers nothing holds the shutdown only until that ping times out (2 s).
     let mut server = TestServer::start(Server::builder().add_service(greeter())).await;
     let _mute = mute_peer_with_a_call_in_flight(&server).await;
     still_serves(&server).await;
     let started = Instant::now();
     server.begin_stop();
-    server.stop_within(Duration::from_secs(19)).await;
+    server.stop_within(Duration::from_secs(12)).await;
     let took = started.elapsed();
     assert!(
-        took >= Duration::from_secs(14) && took < Duration::from_secs(17),
+        took >= Duration::from_secs(6) && took < Duration::from_secs(9),
         "stopped after {took:?}"
     );
 }

@@ -137,25 +137,27 @@ impl ConnectionConfig {
 /// How a drain ends, on either engine (the policy `Builder::drain_grace` documents).
 ///
 /// How long a draining connection waits for the peer to acknowledge the PING sent with the first
-/// GOAWAY before it sends the final one anyway: requests the peer sent before it saw the first
-/// GOAWAY have arrived by the acknowledgement. grpc-go's server waits as long.
+/// GOAWAY (requests the peer sent before it saw the first GOAWAY have arrived by the
+/// acknowledgement; grpc-go's server waits as long): then fastgrpc's engine sends the final
+/// GOAWAY anyway, and the drain's own pings start on both engines.
 pub(crate) const SHUTDOWN_PING_WAIT: Duration = Duration::from_secs(5);
 
 /// How long the final GOAWAY may take to leave before a connection with no stream left is
-/// dropped: a peer that does not read can fill the socket's buffer.
+/// dropped: a peer that does not read can fill the socket's buffer (fastgrpc's engine).
 pub(crate) const FINAL_GOAWAY_WAIT: Duration = Duration::from_secs(1);
 
 /// Without keepalive, how a draining connection finds that its peer is gone (a vanished client,
 /// or one that stopped reading), so calls in flight on it do not hold a shutdown forever: a
 /// PING once the shutdown PING's wait is over and then every `interval`, each to be answered
-/// within `timeout`. An HTTP/2 client answers pings whatever its application is doing.
+/// within `timeout`. An HTTP/2 client answers pings whatever its application is doing, within
+/// milliseconds: 2 s is far beyond that, and bounds how long a vanished peer holds a shutdown.
 ///
 /// Not at once: nginx (1.22) fails a call whose last frame it reads just after a PING when the
 /// connection closes right after that call, as a draining one does; in a drain that ends
 /// within [`SHUTDOWN_PING_WAIT`] the shutdown PING is the only one sent.
 pub(crate) const DRAIN_PROBE: Keepalive = Keepalive {
     interval: Duration::from_secs(10),
-    timeout: Duration::from_secs(10),
+    timeout: Duration::from_secs(2),
 };
 
 /// Why a connection must drain, once it must: the server shuts down, the connection reached

@@ -34,9 +34,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Shared;
 use super::activity::Activity;
-use super::config::{
-    DRAIN_PROBE, FINAL_GOAWAY_WAIT, Keepalive, SHUTDOWN_PING_WAIT, drain_reason, sleep_for,
-};
+use super::config::{DRAIN_PROBE, Keepalive, SHUTDOWN_PING_WAIT, drain_reason, sleep_for};
 use super::connect_info::ConnectInfo;
 use super::send::{pump, send_head, send_inline};
 use super::service::FastService;
@@ -126,8 +124,10 @@ fn log_end(result: Result<(), h2::Error>) {
 ///
 /// h2 sends the final GOAWAY, and closes a connection with no stream left, once the peer
 /// acknowledges the PING sent with the first. A peer that never does (it vanished, or is a
-/// health checker that stopped after the handshake) is given [`SHUTDOWN_PING_WAIT`]: then the
-/// final GOAWAY goes out as soon as no stream is left, and the connection closes.
+/// health checker that stopped after the handshake) is found by `dead_peer`: the drain's own
+/// pings, from [`SHUTDOWN_PING_WAIT`] on. The final GOAWAY is not forced here: h2 would drop the
+/// frames still queued on streams that just ended (it flushes only its codec when told to
+/// close), which cut the trailers of calls behind HAProxy in the live test.
 async fn drain<IO>(
     conn: &mut Connection<IO, Bytes>,
     driver: &mut Driver,
@@ -138,31 +138,7 @@ where
 {
     conn.graceful_shutdown();
     let grace = driver.shared.connection.drain_grace;
-    let mut ack_wait = pin!(tokio::time::sleep(SHUTDOWN_PING_WAIT));
-    // Armed once the final GOAWAY is queued.
-    let mut closing = pin!(tokio::time::sleep(Duration::ZERO));
-    let mut final_goaway_queued = false;
-    let finish = poll_fn(|cx| {
-        if let Poll::Ready(ended) = driver.poll(conn, cx) {
-            return Poll::Ready(ended);
-        }
-        if final_goaway_queued {
-            return closing.as_mut().poll(cx).map(|()| {
-                tracing::debug!("the final GOAWAY could not be written; closing the connection");
-                Ok(())
-            });
-        }
-        // h2 wakes this task when a stream ends, so the test is made again then.
-        if ack_wait.as_mut().poll(cx).is_ready() && !conn.has_streams() {
-            tracing::debug!("shutdown PING unanswered, no stream left: sending the final GOAWAY");
-            conn.abrupt_shutdown(h2::Reason::NO_ERROR);
-            final_goaway_queued = true;
-            closing.as_mut().reset(Instant::now() + FINAL_GOAWAY_WAIT);
-            // Polled again at once, to write the GOAWAY and arm the timer.
-            cx.waker().wake_by_ref();
-        }
-        Poll::Pending
-    });
+    let finish = poll_fn(|cx| driver.poll(conn, cx));
     tokio::select! {
         result = finish => result,
         () = sleep_for(grace) => {

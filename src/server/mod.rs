@@ -323,10 +323,11 @@ impl Builder {
     /// connection is closed (default: as long as they take, while the peer answers pings).
     ///
     /// Without a grace a drain is still bounded for peers that are gone: an HTTP/2 connection
-    /// with no call in flight closes once the peer acknowledges the shutdown PING, or 5 s after
-    /// the GOAWAY if it never does; one with calls in flight is pinged from then on, every
-    /// 10 s, and closed when a ping goes unanswered for 10 s (with
-    /// [`http2_keepalive`](Self::http2_keepalive), at its interval and timeout).
+    /// with no call in flight closes once the peer acknowledges the shutdown PING; from 5 s
+    /// after the GOAWAY the peer is pinged every 10 s, and the connection, with any calls in
+    /// flight, closed when a ping goes unanswered for 2 s (with
+    /// [`http2_keepalive`](Self::http2_keepalive), at its interval and timeout). fastgrpc's
+    /// engine also sends the final GOAWAY at 5 s, and closes an idle connection then.
     /// An HTTP/1.1 connection has no pings: only a grace bounds a request that never ends there.
     pub fn drain_grace(mut self, grace: Duration) -> Self {
         self.connection.drain_grace = Some(grace);
