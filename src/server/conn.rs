@@ -127,7 +127,7 @@ fn log_end(result: Result<(), h2::Error>) {
 /// health checker that stopped after the handshake) is found by `dead_peer`: the drain's own
 /// pings, from [`SHUTDOWN_PING_WAIT`] on. The final GOAWAY is not forced here: h2 would drop the
 /// frames still queued on streams that just ended (it flushes only its codec when told to
-/// close), which cut the trailers of calls behind HAProxy in the live test.
+/// close).
 async fn drain<IO>(
     conn: &mut Connection<IO, Bytes>,
     driver: &mut Driver,
