@@ -219,40 +219,33 @@ async fn a_ping_flood_from_a_client_that_never_reads_is_bounded() {
     // CVE-2019-9512. Pings allowed at any rate, and the client never reads the acks: the
     // server stops reading once its unwritten answers reach their bound, instead of queueing
     // acks without end.
-    let server = server(Server::builder().http2_keepalive_policy(Duration::ZERO, true)).await;
-    let mut client = Client::connect(&server).await;
+    let policy = Server::builder().http2_keepalive_policy(Duration::ZERO, true);
     let ping = raw_frames::frame(PING, 0, 0, &[7; 8]);
-    let flood: Vec<u8> = ping
-        .iter()
-        .copied()
-        .cycle()
-        .take(ping.len() * 1_000_000)
-        .collect();
-    let taken = client.send_within(&flood, Duration::from_secs(3)).await;
-    assert!(
-        taken < flood.len(),
-        "the server read 1,000,000 pings it could not answer"
-    );
-    still_serves(&server).await;
-    server.stop().await;
+    unanswerable_flood(policy, &ping, "pings").await;
 }
 
 #[tokio::test]
 async fn a_settings_flood_from_a_client_that_never_reads_is_bounded() {
     // CVE-2019-9515: every SETTINGS needs an ACK the client never reads.
-    let server = server(Server::builder()).await;
-    let mut client = Client::connect(&server).await;
     let settings = raw_frames::frame(SETTINGS, 0, 0, &[0, 3, 0, 0, 0, 100]);
-    let flood: Vec<u8> = settings
+    unanswerable_flood(Server::builder(), &settings, "SETTINGS").await;
+}
+
+/// A million copies of `frame`, each of which the server must answer, from a client that
+/// never reads: the server must stop reading them once its answers pile up, and serve others.
+async fn unanswerable_flood(builder: fastgrpc::Builder, frame: &[u8], what: &str) {
+    let server = server(builder).await;
+    let mut client = Client::connect(&server).await;
+    let flood: Vec<u8> = frame
         .iter()
         .copied()
         .cycle()
-        .take(settings.len() * 1_000_000)
+        .take(frame.len() * 1_000_000)
         .collect();
     let taken = client.send_within(&flood, Duration::from_secs(3)).await;
     assert!(
         taken < flood.len(),
-        "the server read 1,000,000 SETTINGS it could not ack"
+        "the server read 1,000,000 {what} it could not answer"
     );
     still_serves(&server).await;
     server.stop().await;
