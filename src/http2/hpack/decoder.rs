@@ -215,6 +215,11 @@ fn integer(block: &mut &[u8], n: u32) -> Result<usize, CompressionError> {
                 break;
             }
             shift += 7;
+            // Zero-valued continuation bytes add nothing, but would shift past the word: four
+            // of them already reach 2^28.
+            if shift > 28 {
+                return Err(CompressionError("integer too large"));
+            }
         }
     }
     *block = rest;
@@ -247,11 +252,17 @@ mod tests {
 
     #[test]
     fn malformed_blocks_are_compression_errors() {
-        let cases: [(&[u8], &str); 9] = [
+        let cases: [(&[u8], &str); 10] = [
             (&[0x80], "index 0"),
             (&[0xbe], "index beyond the tables"),
             (&[0x7f, 0x80], "integer cut off"),
             (&[0xff, 0xff, 0xff, 0xff, 0xff, 0x7f], "integer too large"),
+            (
+                &[
+                    0xff, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01,
+                ],
+                "integer too large",
+            ),
             (&[0x00, 0x05, b'a'], "string longer than the block"),
             (
                 &[0x00, 0x01, b'a', 0x85, 0xff],
