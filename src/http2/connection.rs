@@ -997,24 +997,35 @@ where
             .decoder
             .decode(block, max_list, |name, value| head.field(name, value))
             .map_err(compression)?;
-        if id <= self.last_stream {
-            // A stream that has closed (we reset it, or answered it): its block was decoded
-            // for HPACK's sake; nothing else to do.
-            return Ok(());
-        }
-        self.last_stream = id;
-        if self.drain == Drain::Final || self.failed.is_some() {
-            // After the final GOAWAY: ignored (the client knows it was not processed).
-            return Ok(());
-        }
-        if depends_on_itself {
-            frame::put_rst_stream(&mut self.write_buf, id, Reason::PROTOCOL_ERROR);
-            return Ok(());
-        }
-        if self.streams.len() >= self.shared.connection.max_concurrent_streams as usize {
-            // Past the limit the client was told: refused, and counted as a reset (below).
-            frame::put_rst_stream(&mut self.write_buf, id, Reason::REFUSED_STREAM);
-            return self.count_wasted_stream();
+        // A stream that closed already (we reset or answered it; its block was decoded for
+        // HPACK's sake), one after the final GOAWAY (the client knows it was not processed),
+        // one that depends on itself, or one past the limit the client was told: no head is
+        // built, and the fields vector is kept for the next request.
+        let refused =
+            if id <= self.last_stream || self.drain == Drain::Final || self.failed.is_some() {
+                Some(None)
+            } else if depends_on_itself {
+                Some(Some(Reason::PROTOCOL_ERROR))
+            } else if self.streams.len() >= self.shared.connection.max_concurrent_streams as usize {
+                Some(Some(Reason::REFUSED_STREAM))
+            } else {
+                None
+            };
+        self.last_stream = self.last_stream.max(id);
+        if let Some(reset) = refused {
+            self.fields = head.into_fields();
+            return match reset {
+                None => Ok(()),
+                Some(Reason::REFUSED_STREAM) => {
+                    frame::put_rst_stream(&mut self.write_buf, id, Reason::REFUSED_STREAM);
+                    // Counted as a reset (rapid reset's budget).
+                    self.count_wasted_stream()
+                }
+                Some(reason) => {
+                    frame::put_rst_stream(&mut self.write_buf, id, reason);
+                    Ok(())
+                }
+            };
         }
         let mut stream = Stream {
             recv_open: !end_stream,
@@ -1034,6 +1045,7 @@ where
         };
         if decoded == Decoded::TooLarge {
             // 431, as h2 answers (RFC 6585), and the stream ends here.
+            self.fields = head.into_fields();
             self.streams.insert(id, stream);
             self.respond(id, too_large_response(), None);
             return Ok(());

@@ -164,14 +164,21 @@ impl RequestHead {
         Result<(http::request::Parts, Option<u64>), Malformed>,
         Vec<(HeaderName, Span)>,
     ) {
-        let fields = std::mem::take(&mut self.fields);
-        let head = self.build(&fields);
+        let mut fields = std::mem::take(&mut self.fields);
+        let head = self.build(&mut fields);
+        fields.clear();
         (head, fields)
     }
 
+    /// The fields vector back, for a request that is refused or ignored without its head.
+    pub(crate) fn into_fields(self) -> Vec<(HeaderName, Span)> {
+        self.fields
+    }
+
+    /// Builds the head; the names are moved out of `fields`, which is left to be cleared.
     fn build(
         self,
-        fields: &[(HeaderName, Span)],
+        fields: &mut Vec<(HeaderName, Span)>,
     ) -> Result<(http::request::Parts, Option<u64>), Malformed> {
         if let Some(why) = self.malformed {
             return Err(why);
@@ -204,10 +211,10 @@ impl RequestHead {
         };
         let uri: Uri = uri.build().map_err(|_| invalid)?;
         let mut headers = HeaderMap::with_capacity(fields.len());
-        for (name, span) in fields {
-            let value = HeaderValue::from_maybe_shared(text.slice(span.clone()))
+        for (name, span) in fields.drain(..) {
+            let value = HeaderValue::from_maybe_shared(text.slice(span))
                 .map_err(|_| "an invalid field value")?;
-            headers.append(name.clone(), value);
+            headers.append(name, value);
         }
         let (mut parts, ()) = http::Request::new(()).into_parts();
         parts.method = method;
