@@ -20,8 +20,7 @@ use bytes::Bytes;
 use fastgrpc::ServerStats;
 use fastgrpc::{FastFuture, Request, Response, RpcFuture};
 use prost::Message;
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, oneshot};
+use tokio::net::TcpStream;
 
 #[global_allocator]
 static ALLOCATOR: alloc::CountingAllocator = alloc::CountingAllocator;
@@ -60,46 +59,6 @@ impl tonic_pb::greeter_server::Greeter for TonicGreeter {
     }
 }
 
-/// Asks the server thread for the allocations it has made so far.
-type CountRequests = mpsc::UnboundedSender<oneshot::Sender<u64>>;
-
-/// Starts a server on its own thread; `serve` runs it on the given listener.
-fn start_server<F, Fut>(serve: F) -> (SocketAddr, CountRequests)
-where
-    F: FnOnce(TcpListener) -> Fut + Send + 'static,
-    Fut: std::future::Future<Output = ()> + 'static,
-{
-    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-    let (count_tx, mut count_rx) = mpsc::unbounded_channel::<oneshot::Sender<u64>>();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async move {
-            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-            addr_tx.send(listener.local_addr().unwrap()).unwrap();
-            alloc::set_counting(true);
-            let local = tokio::task::LocalSet::new();
-            local.spawn_local(serve(listener));
-            local
-                .run_until(async move {
-                    while let Some(reply) = count_rx.recv().await {
-                        let _ = reply.send(alloc::counted());
-                    }
-                })
-                .await;
-        });
-    });
-    (addr_rx.recv().unwrap(), count_tx)
-}
-
-async fn counted(server: &CountRequests) -> u64 {
-    let (tx, rx) = oneshot::channel();
-    server.send(tx).unwrap();
-    rx.await.unwrap()
-}
-
 /// Sends `count` SayHello calls with `IN_FLIGHT` streams open at a time; checks every reply.
 async fn load(client: &mut h2::client::SendRequest<Bytes>, addr: SocketAddr, count: usize) {
     let body = fastgrpc::codegen::steps::encode(&pb::HelloRequest {
@@ -134,16 +93,17 @@ async fn load(client: &mut h2::client::SendRequest<Bytes>, addr: SocketAddr, cou
     }
 }
 
-async fn measure(name: &str, addr: SocketAddr, server: CountRequests, stats: Option<ServerStats>) {
+async fn measure(name: &str, server: alloc::CountedServer, stats: Option<ServerStats>) {
+    let addr = server.addr;
     let tcp = TcpStream::connect(addr).await.unwrap();
     tcp.set_nodelay(true).unwrap();
     let (mut client, conn) = h2::client::handshake(tcp).await.unwrap();
     tokio::spawn(conn);
     load(&mut client, addr, WARMUP).await;
-    let before = counted(&server).await;
+    let before = server.counted().await;
     let spawned_before = stats.as_ref().map(ServerStats::call_tasks_spawned);
     load(&mut client, addr, REQUESTS).await;
-    let after = counted(&server).await;
+    let after = server.counted().await;
     let per_request = (after - before) as f64 / REQUESTS as f64;
     // A call whose body arrived after its headers waits for it in a task of its own.
     let spawned = match (&stats, spawned_before) {
@@ -210,7 +170,8 @@ async fn client_stream(client: &mut h2::client::SendRequest<Bytes>, addr: Socket
     assert_eq!(reply.aggregated_payload_size as usize, STREAM_MESSAGES);
 }
 
-async fn measure_stream(name: &str, addr: SocketAddr, server: CountRequests) {
+async fn measure_stream(name: &str, server: alloc::CountedServer) {
+    let addr = server.addr;
     let tcp = TcpStream::connect(addr).await.unwrap();
     let (mut client, conn) = h2::client::handshake(tcp).await.unwrap();
     tokio::spawn(conn);
@@ -219,9 +180,9 @@ async fn measure_stream(name: &str, addr: SocketAddr, server: CountRequests) {
     // three calls, median reported.
     let mut totals = Vec::new();
     for _ in 0..3 {
-        let before = counted(&server).await;
+        let before = server.counted().await;
         client_stream(&mut client, addr).await;
-        totals.push(counted(&server).await - before);
+        totals.push(server.counted().await - before);
     }
     totals.sort_unstable();
     let total = totals[1];
@@ -244,7 +205,7 @@ fn main() {
                 .connect_info(connect_info)
                 .add_service(pb::greeter_server::GreeterServer::new(FastGreeter));
             let stats = builder.stats();
-            let (addr, server) = start_server(|listener| async move {
+            let server = alloc::CountedServer::start(|listener| async move {
                 builder
                     .serve_with_listener(listener, std::future::pending())
                     .await
@@ -254,20 +215,20 @@ fn main() {
                 false => "fastgrpc (FastFuture)",
                 true => "fastgrpc, connect_info on",
             };
-            measure(name, addr, server, Some(stats)).await;
+            measure(name, server, Some(stats)).await;
         }
 
-        let (addr, server) = start_server(|listener| async move {
+        let server = alloc::CountedServer::start(|listener| async move {
             tonic::transport::Server::builder()
                 .add_service(tonic_pb::greeter_server::GreeterServer::new(TonicGreeter))
                 .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener))
                 .await
                 .unwrap();
         });
-        measure("tonic 0.14", addr, server, None).await;
+        measure("tonic 0.14", server, None).await;
 
         for idle_timeout in [None, Some(Duration::from_secs(5))] {
-            let (addr, server) = start_server(move |listener| async move {
+            let server = alloc::CountedServer::start(move |listener| async move {
                 let mut service = testing::test_service_server::TestServiceServer::new(Counter);
                 if let Some(timeout) = idle_timeout {
                     service = service.receive_idle_timeout(timeout);
@@ -282,7 +243,7 @@ fn main() {
                 None => "client stream, no timeout",
                 Some(_) => "client stream, idle timeout",
             };
-            measure_stream(name, addr, server).await;
+            measure_stream(name, server).await;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     });

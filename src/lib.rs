@@ -19,6 +19,7 @@ pub mod http2;
 mod metadata;
 mod response;
 mod server;
+mod spare_maps;
 mod status;
 mod stream;
 mod web;

@@ -8,6 +8,8 @@
 use http::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use tonic::Status;
 
+use crate::spare_maps;
+
 /// `content-type` of every gRPC response fastgrpc sends.
 pub(crate) const GRPC_CONTENT_TYPE: HeaderValue = HeaderValue::from_static("application/grpc");
 
@@ -32,9 +34,9 @@ const RESERVED_HEADERS: [HeaderName; 11] = [
 
 /// The headers of a trailers-only answer carrying `status`: the content-type and the status.
 pub(crate) fn trailers_only_headers(status: &Status) -> HeaderMap {
-    // `HeaderMap::new()` allocates on first insert with room for all of these; small
-    // `with_capacity` maps grow (and allocate again) on their first inserts.
-    let mut headers = HeaderMap::new();
+    // A spare map, or `HeaderMap::new()`, which allocates on first insert with room for all
+    // of these; small `with_capacity` maps grow (and allocate again) on their first inserts.
+    let mut headers = spare_maps::take();
     headers.insert(CONTENT_TYPE, GRPC_CONTENT_TYPE);
     add_status(status, &mut headers);
     headers
@@ -42,7 +44,7 @@ pub(crate) fn trailers_only_headers(status: &Status) -> HeaderMap {
 
 /// The response headers of a successful call, from the handler's initial metadata.
 pub(crate) fn ok_headers(metadata: HeaderMap) -> HeaderMap {
-    let mut headers = sanitized(metadata);
+    let mut headers = spare_maps::or_spare(sanitized(metadata));
     headers.insert(CONTENT_TYPE, GRPC_CONTENT_TYPE);
     headers
 }
@@ -60,7 +62,7 @@ pub(crate) fn sanitized(mut metadata: HeaderMap) -> HeaderMap {
 /// The trailers that end a call with `status` after its headers were sent, with `metadata`
 /// (the handler's trailing metadata, reserved names removed) added.
 pub(crate) fn trailers(status: &Status, metadata: HeaderMap) -> HeaderMap {
-    let mut trailers = sanitized(metadata);
+    let mut trailers = spare_maps::or_spare(sanitized(metadata));
     add_status(status, &mut trailers);
     trailers
 }
@@ -107,7 +109,7 @@ pub(crate) fn excerpt(text: &str) -> &str {
 /// The trailers of a successful call: `grpc-status: 0` and the handler's trailing `metadata`
 /// (reserved names removed). Built in the metadata's own map: no second map to merge.
 pub(crate) fn ok_trailers(metadata: HeaderMap) -> HeaderMap {
-    let mut trailers = sanitized(metadata);
+    let mut trailers = spare_maps::or_spare(sanitized(metadata));
     trailers.insert(GRPC_STATUS, GRPC_STATUS_OK);
     trailers
 }

@@ -30,7 +30,7 @@ use tokio::time::{Instant, Sleep};
 
 use super::frame::{self, Frame, FrameError, HEAD_LEN, Head, Reason, Settings};
 use super::hpack::{self, Decoded};
-use super::request::{RequestHead, Trailers};
+use super::request::{RequestHead, Reused, Trailers};
 use super::response;
 use super::shared::{Finished, Outbox, RecvEnd, StreamShared, StreamWaker, Taken};
 use crate::body::{Outgoing, RequestBody, ResponseBody};
@@ -231,8 +231,8 @@ pub(crate) struct Connection<IO> {
     block: Vec<u8>,
     /// Streams to flush when the connection window or the write buffer opens; kept.
     waiting: Vec<u32>,
-    /// The regular fields of the request being decoded; kept between requests.
-    fields: Vec<(http::HeaderName, std::ops::Range<usize>)>,
+    /// What a request head hands on to the next (see `RequestHead::reusing`).
+    reused: Reused,
 }
 
 /// The client's pings against the server's policy (`server::config::PingPolicy`).
@@ -355,7 +355,7 @@ where
             },
             block: Vec::with_capacity(256),
             waiting: Vec::new(),
-            fields: Vec::with_capacity(16),
+            reused: Reused::default(),
             shared,
             activity,
             connect_info,
@@ -992,7 +992,7 @@ where
                 "a client stream with an even id",
             ));
         }
-        let mut head = RequestHead::with_fields(std::mem::take(&mut self.fields));
+        let mut head = RequestHead::reusing(std::mem::take(&mut self.reused));
         let decoded = self
             .decoder
             .decode(block, max_list, |name, value| head.field(name, value))
@@ -1000,7 +1000,7 @@ where
         // A stream that closed already (we reset or answered it; its block was decoded for
         // HPACK's sake), one after the final GOAWAY (the client knows it was not processed),
         // one that depends on itself, or one past the limit the client was told: no head is
-        // built, and the fields vector is kept for the next request.
+        // built, and what it would reuse is kept for the next request.
         let refused =
             if id <= self.last_stream || self.drain == Drain::Final || self.failed.is_some() {
                 Some(None)
@@ -1013,7 +1013,7 @@ where
             };
         self.last_stream = self.last_stream.max(id);
         if let Some(reset) = refused {
-            self.fields = head.into_fields();
+            self.reused = head.into_reused();
             return match reset {
                 None => Ok(()),
                 Some(Reason::REFUSED_STREAM) => {
@@ -1045,13 +1045,13 @@ where
         };
         if decoded == Decoded::TooLarge {
             // 431, as h2 answers (RFC 6585), and the stream ends here.
-            self.fields = head.into_fields();
+            self.reused = head.into_reused();
             self.streams.insert(id, stream);
             self.respond(id, too_large_response(), None);
             return Ok(());
         }
-        let (head, fields) = head.finish();
-        self.fields = fields;
+        let (head, reused) = head.finish();
+        self.reused = reused;
         match head {
             Ok((parts, content_length)) => {
                 if end_stream && content_length.is_some_and(|length| length != 0) {
@@ -1320,7 +1320,7 @@ where
         );
         let mut block = std::mem::take(&mut self.block);
         block.clear();
-        response::encode_head(&mut self.encoder, parts.status, &parts.headers, &mut block);
+        response::encode_head(&mut self.encoder, parts.status, parts.headers, &mut block);
         frame::put_headers(&mut self.write_buf, id, &block, trailers_only, max_frame);
         stream.head_sent = true;
         self.pings.reset = true;
@@ -1343,7 +1343,7 @@ where
                     } else if trailers.is_none() {
                         frame::put_data(&mut self.write_buf, id, &[], true);
                     }
-                    if let Some(trailers) = &trailers {
+                    if let Some(trailers) = trailers {
                         block.clear();
                         response::encode_trailers(&mut self.encoder, trailers, &mut block);
                         frame::put_headers(&mut self.write_buf, id, &block, true, max_frame);
@@ -1521,7 +1521,7 @@ where
             End::Trailers(trailers) => {
                 let mut block = std::mem::take(&mut self.block);
                 block.clear();
-                response::encode_trailers(&mut self.encoder, &trailers, &mut block);
+                response::encode_trailers(&mut self.encoder, trailers, &mut block);
                 frame::put_headers(&mut self.write_buf, id, &block, true, max_frame);
                 self.block = block;
             }

@@ -5,7 +5,7 @@
 //! marks the request malformed (a stream error of type PROTOCOL_ERROR, §8.1.1) and the rest of
 //! the block is still decoded, for HPACK's sake, but not kept.
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use http::header::{HeaderName, HeaderValue};
 use http::{HeaderMap, Method, Uri};
 
@@ -15,19 +15,48 @@ pub(crate) type Malformed = &'static str;
 /// Where a value lies in [`RequestHead::text`].
 type Span = std::ops::Range<usize>;
 
+/// A value kept for the head: one of the connection's recent values, or a part of the head's
+/// own buffer.
+enum Kept {
+    Recent(usize),
+    Text(Span),
+}
+
+/// The most values a connection remembers from its last request.
+const RECENT_VALUES: usize = 16;
+
+/// A request whose values take more than this is not remembered: what the recent values keep
+/// alive stays small.
+const RECENT_TEXT_LIMIT: usize = 1024;
+
+/// What a connection's request heads hand on to the next: the vector of regular fields, and
+/// the values of the last request.
+///
+/// A client's calls repeat most of their values (the path, `content-type`, `user-agent`,
+/// `te`), so a value equal to one of the last request's is shared with it (a reference count)
+/// instead of copied: a head with no new value allocates nothing.
+#[derive(Default)]
+pub(crate) struct Reused {
+    fields: Vec<(HeaderName, Kept)>,
+    recent: Vec<Bytes>,
+    /// The next request's `recent`, filled while a head is built (kept for its room).
+    next: Vec<Bytes>,
+}
+
 /// A request head being read from its fields.
 ///
-/// Every value is copied once, into one buffer (`text`), and the head's URI parts and header
-/// values are slices of it: one allocation for all of them.
+/// A value the last request had is shared with it; any other is copied once, into one buffer
+/// (`text`), and the head's URI parts and header values are slices of it: at most one
+/// allocation for all of them.
 #[derive(Default)]
 pub(crate) struct RequestHead {
     method: Option<Method>,
     scheme: Option<http::uri::Scheme>,
-    authority: Option<Span>,
-    path: Option<Span>,
+    authority: Option<Kept>,
+    path: Option<Kept>,
     text: BytesMut,
-    /// Regular fields, in order; a recycled vector (see [`RequestHead::with_fields`]).
-    fields: Vec<(HeaderName, Span)>,
+    /// Regular fields, in order (in `reused.fields`), and the recent values.
+    reused: Reused,
     content_length: Option<u64>,
     /// A regular field has been seen: pseudo-fields may no longer come.
     regular: bool,
@@ -95,13 +124,13 @@ impl RequestHead {
                     self.scheme = Some(scheme);
                 }
                 b"authority" | b"path" => {
-                    let span = self.keep(value);
+                    let kept = self.keep(value);
                     let slot = if pseudo == b"path" {
                         &mut self.path
                     } else {
                         &mut self.authority
                     };
-                    if slot.replace(span).is_some() {
+                    if slot.replace(kept).is_some() {
                         return Err("a pseudo-header twice");
                     }
                 }
@@ -130,56 +159,54 @@ impl RequestHead {
             self.content_length = Some(length);
         }
         let name = HeaderName::from_bytes(name).map_err(|_| "an invalid field name")?;
-        let span = self.keep(value);
-        self.fields.push((name, span));
+        let kept = self.keep(value);
+        self.reused.fields.push((name, kept));
         Ok(())
     }
 
-    /// A head whose regular fields go into `fields` (cleared), a vector kept from an earlier
-    /// request so that a request allocates none.
-    pub(crate) fn with_fields(mut fields: Vec<(HeaderName, Span)>) -> RequestHead {
-        fields.clear();
+    /// A head that reuses what the connection's last head handed on.
+    pub(crate) fn reusing(mut reused: Reused) -> RequestHead {
+        reused.fields.clear();
         RequestHead {
-            fields,
+            reused,
             ..RequestHead::default()
         }
     }
 
-    /// Copies a value into the head's buffer.
-    fn keep(&mut self, value: &[u8]) -> Span {
+    /// A recent value equal to `value`, or a copy of it in the head's buffer.
+    fn keep(&mut self, value: &[u8]) -> Kept {
+        if let Some(index) = self.reused.recent.iter().position(|recent| recent == value) {
+            return Kept::Recent(index);
+        }
         if self.text.capacity() == 0 {
             self.text.reserve(256);
         }
         let start = self.text.len();
         self.text.extend_from_slice(value);
-        start..self.text.len()
+        Kept::Text(start..self.text.len())
     }
 
-    /// The request head, once the whole block is decoded, and the fields vector back for the
-    /// next request.
-    #[allow(clippy::type_complexity)]
+    /// The request head, once the whole block is decoded, and what the next head reuses.
     pub(crate) fn finish(
         mut self,
     ) -> (
         Result<(http::request::Parts, Option<u64>), Malformed>,
-        Vec<(HeaderName, Span)>,
+        Reused,
     ) {
-        let mut fields = std::mem::take(&mut self.fields);
-        let head = self.build(&mut fields);
-        fields.clear();
-        (head, fields)
+        let mut reused = std::mem::take(&mut self.reused);
+        let head = self.build(&mut reused);
+        reused.fields.clear();
+        (head, reused)
     }
 
-    /// The fields vector back, for a request that is refused or ignored without its head.
-    pub(crate) fn into_fields(self) -> Vec<(HeaderName, Span)> {
-        self.fields
+    /// What the next head reuses, from a request refused or ignored without its head.
+    pub(crate) fn into_reused(self) -> Reused {
+        self.reused
     }
 
-    /// Builds the head; the names are moved out of `fields`, which is left to be cleared.
-    fn build(
-        self,
-        fields: &mut Vec<(HeaderName, Span)>,
-    ) -> Result<(http::request::Parts, Option<u64>), Malformed> {
+    /// Builds the head; the names are moved out of `reused.fields`, which is left to be
+    /// cleared, and this request's values become the recent ones.
+    fn build(self, reused: &mut Reused) -> Result<(http::request::Parts, Option<u64>), Malformed> {
         if let Some(why) = self.malformed {
             return Err(why);
         }
@@ -190,31 +217,46 @@ impl RequestHead {
         let (Some(scheme), Some(path)) = (self.scheme, self.path) else {
             return Err("no :scheme or no :path");
         };
+        let remember = self.text.len() <= RECENT_TEXT_LIMIT;
+        let text = self.text.freeze();
+        reused.next.clear();
+        let mut value = |kept: Kept| {
+            let value = match kept {
+                Kept::Recent(index) => reused.recent[index].clone(),
+                Kept::Text(span) => text.slice(span),
+            };
+            if remember && reused.next.len() < RECENT_VALUES {
+                reused.next.push(value.clone());
+            }
+            value
+        };
+        let invalid = "an invalid :scheme, :authority or :path";
+        let path = value(path);
         if path.is_empty() {
             return Err("an empty :path");
         }
-        let text = self.text.freeze();
-        let invalid = "an invalid :scheme, :authority or :path";
-        let path =
-            http::uri::PathAndQuery::from_maybe_shared(text.slice(path)).map_err(|_| invalid)?;
+        let path = http::uri::PathAndQuery::from_maybe_shared(path).map_err(|_| invalid)?;
         // Without :authority (it may be left out, RFC 9113 §8.3.1) the URI is the path alone:
         // `http` has no URI with a scheme and no authority.
         let uri = match self.authority {
             Some(authority) => http::uri::Builder::new()
                 .scheme(scheme)
                 .authority(
-                    http::uri::Authority::from_maybe_shared(text.slice(authority))
+                    http::uri::Authority::from_maybe_shared(value(authority))
                         .map_err(|_| invalid)?,
                 )
                 .path_and_query(path),
             None => http::uri::Builder::new().path_and_query(path),
         };
         let uri: Uri = uri.build().map_err(|_| invalid)?;
-        let mut headers = HeaderMap::with_capacity(fields.len());
-        for (name, span) in fields.drain(..) {
-            let value = HeaderValue::from_maybe_shared(text.slice(span))
+        let mut headers = HeaderMap::with_capacity(reused.fields.len());
+        for (name, kept) in reused.fields.drain(..) {
+            let value = HeaderValue::from_maybe_shared(value(kept))
                 .map_err(|_| "an invalid field value")?;
             headers.append(name, value);
+        }
+        if remember {
+            std::mem::swap(&mut reused.recent, &mut reused.next);
         }
         let (mut parts, ()) = http::Request::new(()).into_parts();
         parts.method = method;
@@ -346,6 +388,59 @@ mod tests {
             head(&[(":method", "CONNECT")]).err(),
             Some("CONNECT is not served")
         );
+    }
+
+    fn reusing(reused: Reused, fields: &[(&str, &str)]) -> (http::request::Parts, Reused) {
+        let mut head = RequestHead::reusing(reused);
+        for (name, value) in fields {
+            head.field(name.as_bytes(), value.as_bytes());
+        }
+        let (parts, reused) = head.finish();
+        (parts.unwrap().0, reused)
+    }
+
+    fn content_type(parts: &http::request::Parts) -> *const u8 {
+        parts.headers["content-type"].as_bytes().as_ptr()
+    }
+
+    #[test]
+    fn a_value_the_last_request_had_is_shared_not_copied() {
+        let (first, reused) = reusing(Reused::default(), &GRPC);
+        let (second, reused) = reusing(reused, &GRPC);
+        assert_eq!(second.uri, "http://localhost/helloworld.Greeter/SayHello");
+        assert_eq!(content_type(&first), content_type(&second));
+        assert_eq!(first.uri.path().as_ptr(), second.uri.path().as_ptr());
+        // A new value is the request's own; the others are still shared.
+        let mut changed = GRPC;
+        changed[4] = ("content-type", "application/grpc+proto");
+        let (third, reused) = reusing(reused, &changed);
+        assert_eq!(third.headers["content-type"], "application/grpc+proto");
+        assert_ne!(content_type(&third), content_type(&first));
+        assert_eq!(third.uri.path().as_ptr(), first.uri.path().as_ptr());
+        // Only the last request's values are remembered.
+        let (fourth, _) = reusing(reused, &GRPC);
+        assert_eq!(fourth.headers["content-type"], "application/grpc");
+        assert_ne!(content_type(&fourth), content_type(&first));
+    }
+
+    #[test]
+    fn what_is_remembered_is_bounded() {
+        let many: Vec<(String, String)> = (0..RECENT_VALUES + 4)
+            .map(|i| (format!("x-{i}"), format!("v{i}")))
+            .collect();
+        let mut fields: Vec<(&str, &str)> = GRPC.to_vec();
+        fields.extend(many.iter().map(|(n, v)| (n.as_str(), v.as_str())));
+        let (_, reused) = reusing(Reused::default(), &fields);
+        assert_eq!(reused.recent.len(), RECENT_VALUES);
+        // A request whose values are big is not remembered: the last small one still is.
+        let big = "b".repeat(RECENT_TEXT_LIMIT);
+        let (small, reused) = reusing(reused, &GRPC);
+        let mut with_big = GRPC.to_vec();
+        with_big.push(("x-big", &big));
+        let (_, reused) = reusing(reused, &with_big);
+        let (after, reused) = reusing(reused, &GRPC);
+        assert_eq!(content_type(&after), content_type(&small));
+        assert!(reused.recent.iter().all(|value| value.len() < big.len()));
     }
 
     #[test]

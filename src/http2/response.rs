@@ -1,9 +1,11 @@
 //! A response's head and trailers onto the wire through the HPACK encoder: no map is built,
-//! the fields go straight from the `HeaderMap` the service returned.
+//! the fields go straight from the `HeaderMap` the service returned, which is then given back
+//! to the thread's spare maps for the next reply (`crate::spare_maps`).
 
 use http::{HeaderMap, StatusCode};
 
 use super::hpack::{Encoder, Indexing};
+use crate::spare_maps;
 
 /// Fields that gRPC servers send with the same value on nearly every response: worth a place in
 /// the client's table. Anything else is never indexed.
@@ -29,18 +31,20 @@ fn connection_specific(name: &http::HeaderName) -> bool {
 pub(crate) fn encode_head(
     encoder: &mut Encoder,
     status: StatusCode,
-    headers: &HeaderMap,
+    headers: HeaderMap,
     dst: &mut Vec<u8>,
 ) {
     encoder.begin_block(dst);
     encoder.status(status.as_u16(), dst);
-    encode_fields(encoder, headers, dst);
+    encode_fields(encoder, &headers, dst);
+    spare_maps::give_back(headers);
 }
 
 /// Encodes trailers.
-pub(crate) fn encode_trailers(encoder: &mut Encoder, trailers: &HeaderMap, dst: &mut Vec<u8>) {
+pub(crate) fn encode_trailers(encoder: &mut Encoder, trailers: HeaderMap, dst: &mut Vec<u8>) {
     encoder.begin_block(dst);
-    encode_fields(encoder, trailers, dst);
+    encode_fields(encoder, &trailers, dst);
+    spare_maps::give_back(trailers);
 }
 
 fn encode_fields(encoder: &mut Encoder, headers: &HeaderMap, dst: &mut Vec<u8>) {

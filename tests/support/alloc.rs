@@ -119,3 +119,55 @@ pub fn count_allocations_and_bytes<T>(f: impl FnOnce() -> T) -> (T, u64, u64) {
     let (value, allocations) = count_allocations(f);
     (value, allocations, BYTES.with(Cell::get) - bytes_before)
 }
+
+/// A server running on a thread of its own, with a current-thread runtime, counting every
+/// allocation that thread makes: a server's own allocations, apart from its clients'.
+pub struct CountedServer {
+    pub addr: std::net::SocketAddr,
+    ask: tokio::sync::mpsc::UnboundedSender<tokio::sync::oneshot::Sender<u64>>,
+}
+
+impl CountedServer {
+    /// Starts `serve` on a new thread, on a loopback listener.
+    pub fn start<F, Fut>(serve: F) -> CountedServer
+    where
+        F: FnOnce(tokio::net::TcpListener) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = ()> + 'static,
+    {
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let (ask, mut asked) =
+            tokio::sync::mpsc::unbounded_channel::<tokio::sync::oneshot::Sender<u64>>();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                addr_tx.send(listener.local_addr().unwrap()).unwrap();
+                set_counting(true);
+                let local = tokio::task::LocalSet::new();
+                local.spawn_local(serve(listener));
+                local
+                    .run_until(async move {
+                        // Ends when the `CountedServer` is dropped, and the thread with it.
+                        while let Some(reply) = asked.recv().await {
+                            let _ = reply.send(counted());
+                        }
+                    })
+                    .await;
+            });
+        });
+        CountedServer {
+            addr: addr_rx.recv().unwrap(),
+            ask,
+        }
+    }
+
+    /// The allocations the server's thread has made so far.
+    pub async fn counted(&self) -> u64 {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.ask.send(tx).unwrap();
+        rx.await.unwrap()
+    }
+}
