@@ -55,10 +55,6 @@ const WRITE_HIGH_WATER: usize = 256 * 1024;
 /// the others (and the reading) waiting.
 const BODY_ROUND_BYTES: usize = 64 * 1024;
 
-/// Replies smaller than this are copied together into one DATA frame; larger ones are sent as
-/// they are.
-const COALESCE_BELOW: usize = 16 * 1024;
-
 /// The payloads of our two kinds of PING.
 const SHUTDOWN_PING: [u8; 8] = *b"fgshutdn";
 const KEEPALIVE_PING: [u8; 8] = *b"fgkeepal";
@@ -1428,8 +1424,9 @@ where
             self.blocked = true;
             return;
         }
+        // A reply stream's small messages come packed (`ResponseBody`'s frames): each frame
+        // polled is queued as it is.
         let limit = room.min(BODY_ROUND_BYTES);
-        let mut packed = BytesMut::new();
         let mut queued = 0usize;
         let mut cx = Context::from_waker(&sending.waker);
         let end = loop {
@@ -1444,14 +1441,7 @@ where
                 Ok(Poll::Ready(Some(Ok(frame)))) => match frame.into_data() {
                     Ok(data) => {
                         queued += data.len();
-                        if data.len() < COALESCE_BELOW {
-                            packed.extend_from_slice(&data);
-                        } else {
-                            if !packed.is_empty() {
-                                stream.pending.push_back(packed.split().freeze());
-                            }
-                            stream.pending.push_back(data);
-                        }
+                        stream.pending.push_back(data);
                     }
                     Err(frame) => {
                         break Some(End::Trailers(frame.into_trailers().unwrap_or_default()));
@@ -1469,9 +1459,6 @@ where
                 }
             }
         };
-        if !packed.is_empty() {
-            stream.pending.push_back(packed.freeze());
-        }
         if let Some(end) = end {
             stream.sending = None;
             stream.pending_end = Some(end);
