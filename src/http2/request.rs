@@ -15,10 +15,17 @@ pub(crate) type Malformed = &'static str;
 /// Where a value lies in [`RequestHead::text`].
 type Span = std::ops::Range<usize>;
 
-/// A value kept for the head: one of the connection's recent values, or a part of the head's
-/// own buffer.
+/// A regular field's value kept for the head: one of the connection's recent values, or a
+/// part of the head's own buffer.
 enum Kept {
     Recent(usize),
+    Text(Span),
+}
+
+/// `:path` or `:authority` kept for the head: the same as in the last request's URI, or a
+/// part of the head's own buffer.
+enum UriPart {
+    AsLast,
     Text(Span),
 }
 
@@ -34,13 +41,16 @@ const RECENT_TEXT_LIMIT: usize = 1024;
 ///
 /// A client's calls repeat most of their values (the path, `content-type`, `user-agent`,
 /// `te`), so a value equal to one of the last request's is shared with it (a reference count)
-/// instead of copied: a head with no new value allocates nothing.
+/// instead of copied and checked again, and a URI equal to the last one is that one: a head
+/// with no new value allocates nothing.
 #[derive(Default)]
 pub(crate) struct Reused {
     fields: Vec<(HeaderName, Kept)>,
-    recent: Vec<Bytes>,
+    recent: Vec<HeaderValue>,
     /// The next request's `recent`, filled while a head is built (kept for its room).
-    next: Vec<Bytes>,
+    next: Vec<HeaderValue>,
+    /// The last request's URI.
+    uri: Option<Uri>,
 }
 
 /// A request head being read from its fields.
@@ -52,8 +62,8 @@ pub(crate) struct Reused {
 pub(crate) struct RequestHead {
     method: Option<Method>,
     scheme: Option<http::uri::Scheme>,
-    authority: Option<Kept>,
-    path: Option<Kept>,
+    authority: Option<UriPart>,
+    path: Option<UriPart>,
     text: BytesMut,
     /// Regular fields, in order (in `reused.fields`), and the recent values.
     reused: Reused,
@@ -65,12 +75,21 @@ pub(crate) struct RequestHead {
 
 /// Whether `name` is a valid lowercase field name: token characters, no uppercase (§8.2.1).
 fn valid_name(name: &[u8]) -> bool {
-    !name.is_empty()
-        && name.iter().all(|&b| {
-            matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'!' | b'#' | b'$' | b'%' | b'&' | b'\''
-                | b'*' | b'+' | b'-' | b'.' | b'^' | b'_' | b'`' | b'|' | b'~')
-        })
+    !name.is_empty() && name.iter().all(|&b| LOWERCASE_TOKEN[b as usize])
 }
+
+/// The bytes a lowercase field name may hold (RFC 9110 §5.6.2 `tchar`, less `A`-`Z`), as a
+/// table: one lookup per byte.
+const LOWERCASE_TOKEN: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = matches!(b as u8, b'a'..=b'z' | b'0'..=b'9' | b'!' | b'#' | b'$' | b'%'
+            | b'&' | b'\'' | b'*' | b'+' | b'-' | b'.' | b'^' | b'_' | b'`' | b'|' | b'~');
+        b += 1;
+    }
+    table
+};
 
 /// Whether `value` may be a field value: no NUL, CR or LF, and no whitespace at either end
 /// (§8.2.1).
@@ -78,6 +97,16 @@ fn valid_value(value: &[u8]) -> bool {
     !value.iter().any(|&b| b == 0 || b == b'\r' || b == b'\n')
         && !value.first().is_some_and(|&b| b == b' ' || b == b'\t')
         && !value.last().is_some_and(|&b| b == b' ' || b == b'\t')
+}
+
+/// `value`, if it may be a field value (a value equal to one already checked is not checked
+/// again).
+fn checked(value: &[u8]) -> Result<&[u8], Malformed> {
+    if valid_value(value) {
+        Ok(value)
+    } else {
+        Err("a field value with a forbidden character or edge whitespace")
+    }
 }
 
 /// Fields that only HTTP/1.1 connections have (§8.2.2).
@@ -100,15 +129,13 @@ impl RequestHead {
     }
 
     fn take(&mut self, name: &[u8], value: &[u8]) -> Result<(), Malformed> {
-        if !valid_value(value) {
-            return Err("a field value with a forbidden character or edge whitespace");
-        }
         if let Some(pseudo) = name.strip_prefix(b":") {
             if self.regular {
                 return Err("a pseudo-header after a regular field");
             }
             match pseudo {
                 b"method" => {
+                    checked(value)?;
                     if self.method.is_some() {
                         return Err("two :method");
                     }
@@ -116,6 +143,7 @@ impl RequestHead {
                         Some(Method::from_bytes(value).map_err(|_| "an invalid :method")?);
                 }
                 b"scheme" => {
+                    checked(value)?;
                     if self.scheme.is_some() {
                         return Err("a pseudo-header twice");
                     }
@@ -124,13 +152,25 @@ impl RequestHead {
                     self.scheme = Some(scheme);
                 }
                 b"authority" | b"path" => {
-                    let kept = self.keep(value);
+                    let last = self.reused.uri.as_ref();
+                    let as_last = if pseudo == b"path" {
+                        last.and_then(Uri::path_and_query)
+                            .is_some_and(|path| path.as_str().as_bytes() == value)
+                    } else {
+                        last.and_then(Uri::authority)
+                            .is_some_and(|authority| authority.as_str().as_bytes() == value)
+                    };
+                    let part = if as_last {
+                        UriPart::AsLast
+                    } else {
+                        UriPart::Text(self.copy(checked(value)?))
+                    };
                     let slot = if pseudo == b"path" {
                         &mut self.path
                     } else {
                         &mut self.authority
                     };
-                    if slot.replace(kept).is_some() {
+                    if slot.replace(part).is_some() {
                         return Err("a pseudo-header twice");
                     }
                 }
@@ -145,6 +185,10 @@ impl RequestHead {
         if connection_specific(name) {
             return Err("a connection-specific field");
         }
+        let kept = match self.reused.recent.iter().position(|recent| recent == value) {
+            Some(index) => Kept::Recent(index),
+            None => Kept::Text(self.copy(checked(value)?)),
+        };
         if name == b"te" && value != b"trailers" {
             return Err("te other than trailers");
         }
@@ -159,7 +203,6 @@ impl RequestHead {
             self.content_length = Some(length);
         }
         let name = HeaderName::from_bytes(name).map_err(|_| "an invalid field name")?;
-        let kept = self.keep(value);
         self.reused.fields.push((name, kept));
         Ok(())
     }
@@ -173,17 +216,14 @@ impl RequestHead {
         }
     }
 
-    /// A recent value equal to `value`, or a copy of it in the head's buffer.
-    fn keep(&mut self, value: &[u8]) -> Kept {
-        if let Some(index) = self.reused.recent.iter().position(|recent| recent == value) {
-            return Kept::Recent(index);
-        }
+    /// Copies a value into the head's buffer.
+    fn copy(&mut self, value: &[u8]) -> Span {
         if self.text.capacity() == 0 {
             self.text.reserve(256);
         }
         let start = self.text.len();
         self.text.extend_from_slice(value);
-        Kept::Text(start..self.text.len())
+        start..self.text.len()
     }
 
     /// The request head, once the whole block is decoded, and what the next head reuses.
@@ -219,44 +259,23 @@ impl RequestHead {
         };
         let remember = self.text.len() <= RECENT_TEXT_LIMIT;
         let text = self.text.freeze();
+        let uri = uri(reused.uri.as_ref(), scheme, self.authority, path, &text)?;
         reused.next.clear();
-        let mut value = |kept: Kept| {
+        let mut headers = HeaderMap::with_capacity(reused.fields.len());
+        for (name, kept) in reused.fields.drain(..) {
             let value = match kept {
                 Kept::Recent(index) => reused.recent[index].clone(),
-                Kept::Text(span) => text.slice(span),
+                Kept::Text(span) => HeaderValue::from_maybe_shared(text.slice(span))
+                    .map_err(|_| "an invalid field value")?,
             };
             if remember && reused.next.len() < RECENT_VALUES {
                 reused.next.push(value.clone());
             }
-            value
-        };
-        let invalid = "an invalid :scheme, :authority or :path";
-        let path = value(path);
-        if path.is_empty() {
-            return Err("an empty :path");
-        }
-        let path = http::uri::PathAndQuery::from_maybe_shared(path).map_err(|_| invalid)?;
-        // Without :authority (it may be left out, RFC 9113 §8.3.1) the URI is the path alone:
-        // `http` has no URI with a scheme and no authority.
-        let uri = match self.authority {
-            Some(authority) => http::uri::Builder::new()
-                .scheme(scheme)
-                .authority(
-                    http::uri::Authority::from_maybe_shared(value(authority))
-                        .map_err(|_| invalid)?,
-                )
-                .path_and_query(path),
-            None => http::uri::Builder::new().path_and_query(path),
-        };
-        let uri: Uri = uri.build().map_err(|_| invalid)?;
-        let mut headers = HeaderMap::with_capacity(reused.fields.len());
-        for (name, kept) in reused.fields.drain(..) {
-            let value = HeaderValue::from_maybe_shared(value(kept))
-                .map_err(|_| "an invalid field value")?;
             headers.append(name, value);
         }
         if remember {
             std::mem::swap(&mut reused.recent, &mut reused.next);
+            reused.uri = Some(uri.clone());
         }
         let (mut parts, ()) = http::Request::new(()).into_parts();
         parts.method = method;
@@ -265,6 +284,55 @@ impl RequestHead {
         parts.headers = headers;
         Ok((parts, self.content_length))
     }
+}
+
+/// The request's URI: the last request's if scheme, authority and path are the same, else one
+/// built from them.
+fn uri(
+    last: Option<&Uri>,
+    scheme: http::uri::Scheme,
+    authority: Option<UriPart>,
+    path: UriPart,
+    text: &Bytes,
+) -> Result<Uri, Malformed> {
+    let invalid = "an invalid :scheme, :authority or :path";
+    if let (Some(last), UriPart::AsLast) = (last, &path) {
+        let same = match &authority {
+            Some(UriPart::AsLast) => last.scheme() == Some(&scheme),
+            Some(UriPart::Text(_)) => false,
+            None => last.authority().is_none(),
+        };
+        if same {
+            return Ok(last.clone());
+        }
+    }
+    // A part that is as in the last URI while another is not (rare): copied from it.
+    let bytes = |part: UriPart, of_last: fn(&Uri) -> Option<&str>| match part {
+        UriPart::Text(span) => text.slice(span),
+        UriPart::AsLast => Bytes::copy_from_slice(
+            last.and_then(of_last)
+                .expect("only a part the last URI has is as in it")
+                .as_bytes(),
+        ),
+    };
+    let path = bytes(path, |uri| uri.path_and_query().map(|path| path.as_str()));
+    if path.is_empty() {
+        return Err("an empty :path");
+    }
+    let path = http::uri::PathAndQuery::from_maybe_shared(path).map_err(|_| invalid)?;
+    // Without :authority (it may be left out, RFC 9113 §8.3.1) the URI is the path alone:
+    // `http` has no URI with a scheme and no authority.
+    let uri = match authority {
+        Some(authority) => {
+            let authority = bytes(authority, |uri| uri.authority().map(|a| a.as_str()));
+            http::uri::Builder::new()
+                .scheme(scheme)
+                .authority(http::uri::Authority::from_maybe_shared(authority).map_err(|_| invalid)?)
+                .path_and_query(path)
+        }
+        None => http::uri::Builder::new().path_and_query(path),
+    };
+    uri.build().map_err(|_| invalid)
 }
 
 /// Trailers of a request: regular fields only (§8.1).
@@ -421,6 +489,25 @@ mod tests {
         let (fourth, _) = reusing(reused, &GRPC);
         assert_eq!(fourth.headers["content-type"], "application/grpc");
         assert_ne!(content_type(&fourth), content_type(&first));
+    }
+
+    #[test]
+    fn a_uri_is_the_last_one_only_if_all_its_parts_are() {
+        let (first, reused) = reusing(Reused::default(), &GRPC);
+        let mut other_host = GRPC;
+        other_host[3] = (":authority", "example.com");
+        let (second, reused) = reusing(reused, &other_host);
+        assert_eq!(second.uri, "http://example.com/helloworld.Greeter/SayHello");
+        let mut other_scheme = other_host;
+        other_scheme[1] = (":scheme", "https");
+        let (third, reused) = reusing(reused, &other_scheme);
+        assert_eq!(third.uri, "https://example.com/helloworld.Greeter/SayHello");
+        // Without :authority, the path alone (the last URI's path, copied out of it).
+        let (fourth, reused) = reusing(reused, &[GRPC[0], GRPC[1], GRPC[2], GRPC[4]]);
+        assert_eq!(fourth.uri, "/helloworld.Greeter/SayHello");
+        assert!(fourth.uri.authority().is_none());
+        let (fifth, _) = reusing(reused, &GRPC);
+        assert_eq!(fifth.uri, first.uri);
     }
 
     #[test]
