@@ -164,6 +164,23 @@ impl std::hash::Hasher for StreamIdHasher {
     }
 }
 
+/// How a stream that is no longer open closed, for the frames that still come on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Closed {
+    /// We reset it, or answered it while the client was still sending: the client may send
+    /// on it until it learns that, so its frames are ignored (RFC 9113 §5.1, "closed").
+    ByUs,
+    /// Both sides ended it, or the client reset it: a frame on it is a stream error of type
+    /// STREAM_CLOSED.
+    Ended,
+}
+
+/// How many closed streams a connection remembers. Past them, a stream below the client's
+/// last one counts as ended: a frame on it gets STREAM_CLOSED (as h2 answers streams it has
+/// forgotten), never a connection error, so a frame late for a stream we reset long ago costs
+/// the client nothing but that stream's reset.
+const CLOSED_REMEMBERED: usize = 128;
+
 struct Stream {
     /// The client has not ended its side yet.
     recv_open: bool,
@@ -227,6 +244,8 @@ pub(crate) struct Connection<IO> {
     streams: HashMap<u32, Stream, StreamIds>,
     /// The highest stream the client opened.
     last_stream: u32,
+    /// The streams that closed last, and how (see [`Closed`]).
+    closed: VecDeque<(u32, Closed)>,
     /// Calls to start, in the order their requests arrived.
     queue: VecDeque<u32>,
     continuation: Option<Continuation>,
@@ -352,6 +371,7 @@ where
             encoder: hpack::Encoder::default(),
             streams: HashMap::default(),
             last_stream: 0,
+            closed: VecDeque::new(),
             queue: VecDeque::new(),
             continuation: None,
             peer_initial_window: 65_535,
@@ -708,6 +728,7 @@ where
                 self.check_not_idle(stream, "RST_STREAM on an idle stream")?;
                 if let Some(state) = self.streams.remove(&stream) {
                     tracing::debug!(stream, ?reason, "the client reset a stream");
+                    self.closed(stream, Closed::Ended);
                     self.release_connection(unread_bytes(&state.recv));
                     if let Some(shared) = state.shared {
                         shared.end(RecvEnd::Reset(reason));
@@ -814,7 +835,8 @@ where
     }
 
     fn check_not_idle(&self, stream: u32, why: &'static str) -> Result<(), FrameError> {
-        if stream > self.last_stream {
+        // Even ids are the server's, and it opens none: they stay idle (§5.1.1).
+        if stream > self.last_stream || stream.is_multiple_of(2) {
             return Err(FrameError::Connection(Reason::PROTOCOL_ERROR, why));
         }
         Ok(())
@@ -847,10 +869,34 @@ where
         Ok(())
     }
 
+    /// Remembers how `stream` closed (the oldest such memory goes when there are too many).
+    fn closed(&mut self, stream: u32, how: Closed) {
+        if self.closed.len() == CLOSED_REMEMBERED {
+            self.closed.pop_front();
+        }
+        self.closed.push_back((stream, how));
+    }
+
+    /// A frame other than PRIORITY, WINDOW_UPDATE or RST_STREAM on a stream below the client's
+    /// last that is not open: ignored if we closed it, else STREAM_CLOSED (§5.1).
+    fn on_closed_stream(&mut self, stream: u32, why: &'static str) {
+        let how = self
+            .closed
+            .iter()
+            .rev()
+            .find(|(id, _)| *id == stream)
+            .map_or(Closed::Ended, |(_, how)| *how);
+        if how == Closed::Ended {
+            tracing::debug!(stream, why, "a frame on a closed stream");
+            frame::put_rst_stream(&mut self.write_buf, stream, Reason::STREAM_CLOSED);
+        }
+    }
+
     /// Ends one stream with RST_STREAM; the connection goes on.
     fn reset(&mut self, stream: u32, reason: Reason, why: &'static str) {
         tracing::debug!(stream, why, ?reason, "resetting a stream");
         frame::put_rst_stream(&mut self.write_buf, stream, reason);
+        self.closed(stream, Closed::ByUs);
         if let Some(state) = self.streams.remove(&stream) {
             self.release_connection(unread_bytes(&state.recv));
             if let Some(shared) = state.shared {
@@ -875,8 +921,9 @@ where
         }
         self.recv_window -= flow_len as i64;
         let Some(stream) = self.streams.get_mut(&id) else {
-            // A stream already closed (or reset by us): the data is dropped, its window given back.
+            // A stream already closed: the data is dropped, its window given back.
             self.release_connection(flow_len);
+            self.on_closed_stream(id, "DATA on a closed stream");
             return Ok(());
         };
         if !stream.recv_open {
@@ -938,6 +985,7 @@ where
         }
         if done {
             self.streams.remove(&id);
+            self.closed(id, Closed::Ended);
         }
         Ok(())
     }
@@ -1033,16 +1081,18 @@ where
         // HPACK's sake), one after the final GOAWAY (the client knows it was not processed),
         // one that depends on itself, or one past the limit the client was told: no head is
         // built, and what it would reuse is kept for the next request.
-        let refused =
-            if id <= self.last_stream || self.drain == Drain::Final || self.failed.is_some() {
-                Some(None)
-            } else if depends_on_itself {
-                Some(Some(Reason::PROTOCOL_ERROR))
-            } else if self.streams.len() >= self.shared.connection.max_concurrent_streams as usize {
-                Some(Some(Reason::REFUSED_STREAM))
-            } else {
-                None
-            };
+        let refused = if self.drain == Drain::Final || self.failed.is_some() {
+            Some(None)
+        } else if id <= self.last_stream {
+            self.on_closed_stream(id, "HEADERS on a closed stream");
+            Some(None)
+        } else if depends_on_itself {
+            Some(Some(Reason::PROTOCOL_ERROR))
+        } else if self.streams.len() >= self.shared.connection.max_concurrent_streams as usize {
+            Some(Some(Reason::REFUSED_STREAM))
+        } else {
+            None
+        };
         self.last_stream = self.last_stream.max(id);
         if let Some(reset) = refused {
             self.reused = head.into_reused();
@@ -1050,11 +1100,13 @@ where
                 None => Ok(()),
                 Some(Reason::REFUSED_STREAM) => {
                     frame::put_rst_stream(&mut self.write_buf, id, Reason::REFUSED_STREAM);
+                    self.closed(id, Closed::ByUs);
                     // Counted as a reset (rapid reset's budget).
                     self.count_wasted_stream()
                 }
                 Some(reason) => {
                     frame::put_rst_stream(&mut self.write_buf, id, reason);
+                    self.closed(id, Closed::ByUs);
                     Ok(())
                 }
             };
@@ -1418,9 +1470,13 @@ where
         let Some(stream) = self.streams.get(&id) else {
             return;
         };
-        if stream.recv_open {
+        let how = if stream.recv_open {
             frame::put_rst_stream(&mut self.write_buf, id, Reason::NO_ERROR);
-        }
+            Closed::ByUs
+        } else {
+            Closed::Ended
+        };
+        self.closed(id, how);
         if let Some(stream) = self.streams.remove(&id) {
             self.release_connection(unread_bytes(&stream.recv));
             if stream.recv_open
