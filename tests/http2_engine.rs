@@ -4,158 +4,15 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use fastgrpc::{FastFuture, Http2Engine, Request, Response, RpcFuture, Server};
-use support::pb::helloworld::greeter_server::{Greeter, GreeterServer};
-use support::pb::helloworld::{HelloReply, HelloRequest};
-use support::raw_frames::{self, Frame, PREFACE};
-use support::tonic_pb::helloworld as client_pb;
-use support::tonic_pb::helloworld::greeter_client::GreeterClient;
-use support::{TestServer, channel};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
-
-struct Hello;
-
-impl Greeter for Hello {
-    fn say_hello(&self, request: Request<HelloRequest>) -> impl RpcFuture<HelloReply> {
-        FastFuture::ok(Response::new(HelloReply {
-            message: request.into_inner().name,
-        }))
-    }
-}
-
-const SAY_HELLO: &str = "/helloworld.Greeter/SayHello";
-
-async fn server(builder: fastgrpc::Builder) -> TestServer {
-    TestServer::start(
-        builder
-            .http2_engine(Http2Engine::Fastgrpc)
-            .add_service(GreeterServer::new(Hello)),
-    )
-    .await
-}
-
-/// A new connection is served, within a second, while whatever the test did goes on.
-async fn still_serves(server: &TestServer) {
-    let started = Instant::now();
-    let mut client = GreeterClient::new(channel(server).await);
-    let reply = client
-        .say_hello(client_pb::HelloRequest { name: "ok".into() })
-        .await
-        .expect("a new connection is served");
-    assert_eq!(reply.into_inner().message, "ok");
-    assert!(
-        started.elapsed() < Duration::from_secs(1),
-        "{:?}",
-        started.elapsed()
-    );
-}
-
-/// A scripted client: the preface and SETTINGS sent, frames written and read raw.
-struct Client {
-    tcp: TcpStream,
-    read: Vec<u8>,
-}
-
-impl Client {
-    async fn connect(server: &TestServer) -> Client {
-        let mut tcp = TcpStream::connect(server.addr).await.unwrap();
-        tcp.write_all(PREFACE).await.unwrap();
-        Client {
-            tcp,
-            read: Vec::new(),
-        }
-    }
-
-    async fn send(&mut self, bytes: &[u8]) {
-        self.tcp.write_all(bytes).await.unwrap();
-    }
-
-    /// Sends as much of `bytes` as the server takes within `limit` (a server that stopped
-    /// reading takes only what the socket buffers hold); returns how much it took.
-    async fn send_within(&mut self, bytes: &[u8], limit: Duration) -> usize {
-        let mut sent = 0;
-        let deadline = tokio::time::Instant::now() + limit;
-        while sent < bytes.len() {
-            match tokio::time::timeout_at(deadline, self.tcp.write(&bytes[sent..])).await {
-                Ok(Ok(n)) if n > 0 => sent += n,
-                _ => break,
-            }
-        }
-        sent
-    }
-
-    /// Reads frames until `until` holds for one of them, or the connection closes, or 5 s
-    /// pass; returns every frame read.
-    async fn read_until(&mut self, until: impl Fn(&Frame) -> bool) -> Vec<Frame> {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-        let mut buf = [0u8; 16 * 1024];
-        loop {
-            let frames = raw_frames::parse(&self.read);
-            if frames.iter().any(&until) {
-                return frames;
-            }
-            match tokio::time::timeout_at(deadline, self.tcp.read(&mut buf)).await {
-                Ok(Ok(0)) | Ok(Err(_)) | Err(_) => return frames,
-                Ok(Ok(n)) => self.read.extend_from_slice(&buf[..n]),
-            }
-        }
-    }
-
-    /// Reads until GOAWAY; its error code and debug data.
-    async fn goaway(&mut self) -> (u32, Vec<u8>) {
-        let frames = self.read_until(|frame| frame.kind == GOAWAY).await;
-        let goaway = frames
-            .iter()
-            .find(|frame| frame.kind == GOAWAY)
-            .unwrap_or_else(|| panic!("no GOAWAY in {frames:?}"));
-        let code = u32::from_be_bytes(goaway.payload[4..8].try_into().unwrap());
-        (code, goaway.payload[8..].to_vec())
-    }
-
-    /// Reads until RST_STREAM on `stream`; its error code.
-    async fn reset(&mut self, stream: u32) -> u32 {
-        let is_reset = |frame: &Frame| frame.kind == RST_STREAM && frame.stream == stream;
-        let frames = self.read_until(is_reset).await;
-        let reset = frames
-            .iter()
-            .find(|frame| is_reset(frame))
-            .unwrap_or_else(|| panic!("no RST_STREAM on {stream} in {frames:?}"));
-        u32::from_be_bytes(reset.payload[..4].try_into().unwrap())
-    }
-}
-
-const DATA: u8 = 0x0;
-const HEADERS: u8 = 0x1;
-const RST_STREAM: u8 = 0x3;
-const SETTINGS: u8 = 0x4;
-const PING: u8 = 0x6;
-const GOAWAY: u8 = 0x7;
-const WINDOW_UPDATE: u8 = 0x8;
-const CONTINUATION: u8 = 0x9;
-
-const PROTOCOL_ERROR: u32 = 0x1;
-const FLOW_CONTROL_ERROR: u32 = 0x3;
-const FRAME_SIZE_ERROR: u32 = 0x6;
-const REFUSED_STREAM: u32 = 0x7;
-const COMPRESSION_ERROR: u32 = 0x9;
-const ENHANCE_YOUR_CALM: u32 = 0xb;
-
-fn headers(server: &TestServer, stream: u32) -> Vec<u8> {
-    raw_frames::grpc_headers(stream, &server.addr.to_string(), SAY_HELLO)
-}
-
-/// A whole call on `stream`: HEADERS, then DATA with a HelloRequest and END_STREAM.
-fn call(server: &TestServer, stream: u32) -> Vec<u8> {
-    let mut bytes = headers(server, stream);
-    bytes.extend(raw_frames::last_data(
-        stream,
-        &[0, 0, 0, 0, 4, 0x0a, 2, b'h', b'i'],
-    ));
-    bytes
-}
+use fastgrpc::Server;
+use support::raw_frames::{self, Frame};
+use support::scripted::{
+    COMPRESSION_ERROR, CONTINUATION, Client, DATA, ENHANCE_YOUR_CALM, FLOW_CONTROL_ERROR,
+    FRAME_SIZE_ERROR, HEADERS, PING, PROTOCOL_ERROR, REFUSED_STREAM, RST_STREAM, SAY_HELLO,
+    SETTINGS, WINDOW_UPDATE, call, headers, hello_body, server, still_serves,
+};
 
 #[tokio::test]
 async fn a_scripted_call_is_answered_with_headers_data_and_trailers() {
@@ -358,10 +215,7 @@ async fn an_empty_frame_flood_costs_no_memory_and_others_are_served() {
     let mut client = flooding.await.unwrap();
     // The call still completes once its body ends.
     client
-        .send(&raw_frames::last_data(
-            1,
-            &[0, 0, 0, 0, 4, 0x0a, 2, b'h', b'i'],
-        ))
+        .send(&raw_frames::last_data(1, &hello_body(b"hi")))
         .await;
     let frames = client
         .read_until(|frame| frame.kind == HEADERS && frame.flags & 0x1 != 0)
@@ -500,14 +354,10 @@ async fn malformed_frames_and_streams_get_the_rfc_s_errors() {
         );
     }
     // The first frame must be SETTINGS.
-    let mut tcp = TcpStream::connect(server.addr).await.unwrap();
+    let mut client = Client::connect_bare(&server).await;
     let mut bytes = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
     bytes.extend(raw_frames::frame(PING, 0, 0, &[0; 8]));
-    tcp.write_all(&bytes).await.unwrap();
-    let mut client = Client {
-        tcp,
-        read: Vec::new(),
-    };
+    client.send(&bytes).await;
     assert_eq!(client.goaway().await.0, PROTOCOL_ERROR);
     still_serves(&server).await;
     server.stop().await;
@@ -517,13 +367,7 @@ async fn malformed_frames_and_streams_get_the_rfc_s_errors() {
 async fn malformed_requests_are_reset_with_protocol_error() {
     let server = server(Server::builder()).await;
     let mut client = Client::connect(&server).await;
-    let literal = |name: &[u8], value: &[u8]| {
-        let mut field = vec![0x00, name.len() as u8];
-        field.extend_from_slice(name);
-        field.push(value.len() as u8);
-        field.extend_from_slice(value);
-        field
-    };
+    let literal = |name: &[u8], value: &[u8]| raw_frames::header_block(&[(name, value)]);
     let bad_fields: [Vec<u8>; 5] = [
         literal(b"Content-Type", b"application/grpc"),
         literal(b"connection", b"close"),
@@ -564,11 +408,7 @@ async fn a_client_that_never_reads_big_replies_holds_a_bounded_buffer() {
     let server = server(Server::builder()).await;
     let mut client = Client::connect(&server).await;
     // HelloRequest { name: 16,000 bytes }: one DATA frame, and a reply as large.
-    let mut message = vec![0x0a, 0x80, 0x7d];
-    message.extend(std::iter::repeat_n(b'n', 16_000));
-    let mut body = vec![0];
-    body.extend_from_slice(&(message.len() as u32).to_be_bytes());
-    body.extend_from_slice(&message);
+    let body = hello_body(&[b'n'; 16_000]);
     let mut bytes = Vec::new();
     for stream in (1..200).step_by(2) {
         bytes.extend(headers(&server, stream));

@@ -281,15 +281,43 @@ pub mod raw_frames {
         frame
     }
 
+    /// Appends a field to an HPACK block as a literal without indexing, with a new name and
+    /// no Huffman coding (RFC 7541 §6.2.2): it leaves the dynamic table as it was.
+    pub fn literal(block: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+        block.push(0x00);
+        string(block, name);
+        string(block, value);
+    }
+
+    /// A string literal without Huffman coding: its length as a 7-bit prefix integer
+    /// (RFC 7541 §5.1, §5.2), then its bytes.
+    fn string(block: &mut Vec<u8>, bytes: &[u8]) {
+        let mut len = bytes.len();
+        if len < 0x7f {
+            block.push(len as u8);
+        } else {
+            block.push(0x7f);
+            len -= 0x7f;
+            while len >= 0x80 {
+                block.push(len as u8 | 0x80);
+                len >>= 7;
+            }
+            block.push(len as u8);
+        }
+        block.extend_from_slice(bytes);
+    }
+
+    /// An HPACK block of `fields`, in order, each a [`literal`].
+    pub fn header_block(fields: &[(&[u8], &[u8])]) -> Vec<u8> {
+        let mut block = Vec::new();
+        for (name, value) in fields {
+            literal(&mut block, name, value);
+        }
+        block
+    }
+
     /// HEADERS (END_HEADERS) of a gRPC POST to `path`: HPACK literals, no Huffman coding.
     pub fn grpc_headers(stream: u32, authority: &str, path: &str) -> Vec<u8> {
-        fn literal(block: &mut Vec<u8>, name: &[u8], value: &[u8]) {
-            block.push(0x00); // literal without indexing, new name
-            block.push(name.len() as u8);
-            block.extend_from_slice(name);
-            block.push(value.len() as u8);
-            block.extend_from_slice(value);
-        }
         // :method POST and :scheme http from the static table.
         let mut block = vec![0x83, 0x86];
         literal(&mut block, b":path", path.as_bytes());
@@ -347,6 +375,9 @@ pub mod raw_frames {
             .collect()
     }
 }
+
+/// A scripted HTTP/2 client and the server it talks to, for the tests of fastgrpc's engine.
+pub mod scripted;
 
 /// Reading gRPC-Web answers.
 pub mod web {
