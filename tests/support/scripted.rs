@@ -97,7 +97,7 @@ pub struct Client {
     tcp: TcpStream,
     /// Every byte read so far.
     read: Vec<u8>,
-    /// How many of the frames read [`Client::read_new`] has returned.
+    /// How many of the frames read have been returned by a read so far.
     returned: usize,
 }
 
@@ -143,12 +143,11 @@ impl Client {
         self.read_until_after(0, until).await
     }
 
-    /// Reads until `until` holds for one of the frames [`Client::read_new`] has not returned
-    /// yet (or the connection closes, or [`READ_LIMIT`] passes); returns those frames.
+    /// Reads until `until` holds for one of the frames no earlier read returned (or the
+    /// connection closes, or [`READ_LIMIT`] passes); returns those frames.
     pub async fn read_new(&mut self, until: impl Fn(&Frame) -> bool) -> Vec<Frame> {
         let start = self.returned;
         let frames = self.read_until_after(start, until).await;
-        self.returned = frames.len();
         frames[start..].to_vec()
     }
 
@@ -163,10 +162,14 @@ impl Client {
         loop {
             let frames = raw_frames::parse(&self.read);
             if frames.iter().skip(start).any(&until) {
+                self.returned = frames.len();
                 return frames;
             }
             match tokio::time::timeout_at(deadline, self.tcp.read(&mut buf)).await {
-                Ok(Ok(0)) | Ok(Err(_)) | Err(_) => return frames,
+                Ok(Ok(0)) | Ok(Err(_)) | Err(_) => {
+                    self.returned = frames.len();
+                    return frames;
+                }
                 Ok(Ok(n)) => self.read.extend_from_slice(&buf[..n]),
             }
         }
@@ -194,8 +197,8 @@ impl Client {
         u32::from_be_bytes(reset.payload[..4].try_into().unwrap())
     }
 
-    /// Sends a PING with `payload` and reads until its ACK; the frames read before the ACK
-    /// that [`Client::read_new`] had not returned. A server handles frames in order, so these
+    /// Sends a PING with `payload` and reads until its ACK; the frames before the ACK that no
+    /// earlier read returned. A server handles frames in order, so these
     /// are all it sent in answer to what came before the PING.
     pub async fn ping(&mut self, payload: [u8; 8]) -> Vec<Frame> {
         self.send(&raw_frames::frame(PING, 0, 0, &payload)).await;
@@ -209,20 +212,6 @@ impl Client {
             .unwrap_or_else(|| panic!("no PING ACK in {frames:?}"));
         frames.truncate(ack);
         frames
-    }
-
-    /// Reads until the server closes the connection; `false` if it is still open after
-    /// [`READ_LIMIT`].
-    pub async fn closed(&mut self) -> bool {
-        let deadline = tokio::time::Instant::now() + READ_LIMIT;
-        let mut buf = [0u8; 16 * 1024];
-        loop {
-            match tokio::time::timeout_at(deadline, self.tcp.read(&mut buf)).await {
-                Ok(Ok(0)) | Ok(Err(_)) => return true,
-                Ok(Ok(n)) => self.read.extend_from_slice(&buf[..n]),
-                Err(_) => return false,
-            }
-        }
     }
 }
 
