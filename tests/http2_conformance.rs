@@ -16,11 +16,12 @@ use support::TestServer;
 use support::raw_frames::{self, Frame, header_block};
 use support::scripted::{
     ACK, Client, DATA, END_HEADERS, END_STREAM, FRAME_SIZE_ERROR, GOAWAY, HEADERS, PADDED, PING,
-    PRIORITY, PROTOCOL_ERROR, RST_STREAM, SAY_HELLO, SETTINGS, STREAM_CLOSED, WINDOW_UPDATE, call,
-    headers, hello_body, server, still_serves,
+    PRIORITY, PROTOCOL_ERROR, REFUSED_STREAM, RST_STREAM, SAY_HELLO, SETTINGS, STREAM_CLOSED,
+    WINDOW_UPDATE, call, headers, hello_body, server, still_serves,
 };
 
 /// Setting identifiers (§6.5.2).
+const MAX_CONCURRENT_STREAMS: u16 = 0x3;
 const INITIAL_WINDOW_SIZE: u16 = 0x4;
 const MAX_FRAME_SIZE: u16 = 0x5;
 
@@ -494,6 +495,56 @@ async fn data_or_headers_on_a_closed_stream_are_stream_closed() {
     assert!(
         matches!(error, (_, STREAM_CLOSED) | (GOAWAY, PROTOCOL_ERROR)),
         "{error:?}"
+    );
+    drop(client);
+    server.stop().await;
+}
+
+/// RFC 9113 §5.1.2 and §6.5.2: the server advertises SETTINGS_MAX_CONCURRENT_STREAMS (the
+/// configured limit; by default no fewer than the 100 the RFC recommends); open and
+/// half-closed streams count toward it, streams that closed do not.
+#[tokio::test]
+async fn the_advertised_stream_limit_counts_open_and_half_closed_streams() {
+    let defaults = server(builder()).await;
+    let mut client = Client::connect(&defaults).await;
+    let frames = client.read_until(|frame| frame.kind == SETTINGS).await;
+    let advertised = server_setting(&frames, MAX_CONCURRENT_STREAMS).expect("a stream limit");
+    assert!(advertised >= 100, "{advertised}");
+    drop(client);
+    defaults.stop().await;
+
+    let server = server(builder().max_concurrent_streams(3)).await;
+    let mut client = Client::connect(&server).await;
+    let frames = client.read_until(|frame| frame.kind == SETTINGS).await;
+    assert_eq!(server_setting(&frames, MAX_CONCURRENT_STREAMS), Some(3));
+    // Streams 1 and 3 open; 5 half-closed (remote), its reply held by our window of 0.
+    let mut bytes = settings(&[(INITIAL_WINDOW_SIZE, 0)]);
+    bytes.extend(headers(&server, 1));
+    bytes.extend(headers(&server, 3));
+    bytes.extend(call(&server, 5));
+    client.send(&bytes).await;
+    client
+        .read_until(|frame| frame.kind == HEADERS && frame.stream == 5)
+        .await;
+    client.send(&call(&server, 7)).await;
+    assert_eq!(client.reset(7).await, REFUSED_STREAM);
+    // Stream 1 closes: there is room for one more.
+    client.send(&raw_frames::cancel(1)).await;
+    client.send(&call(&server, 9)).await;
+    let frames = client
+        .read_until(|frame| frame.stream == 9 && matches!(frame.kind, HEADERS | RST_STREAM))
+        .await;
+    assert!(
+        frames
+            .iter()
+            .any(|frame| frame.kind == HEADERS && frame.stream == 9),
+        "{frames:?}"
+    );
+    assert!(
+        !frames
+            .iter()
+            .any(|frame| frame.kind == RST_STREAM && frame.stream == 9),
+        "{frames:?}"
     );
     drop(client);
     server.stop().await;
