@@ -549,3 +549,26 @@ async fn the_advertised_stream_limit_counts_open_and_half_closed_streams() {
     drop(client);
     server.stop().await;
 }
+
+/// RFC 9113 §5.5: frames of unknown types are ignored, on the connection, on an open stream
+/// between the frames of a request, on an idle stream (which stays idle) and on a closed one.
+#[tokio::test]
+async fn frames_of_unknown_types_are_ignored() {
+    let server = server(builder()).await;
+    let mut client = Client::connect(&server).await;
+    let mut bytes = raw_frames::frame(0xfa, 0xff, 0, b"connection");
+    bytes.extend(headers(&server, 1));
+    bytes.extend(raw_frames::frame(0xfb, 0, 1, b"between"));
+    bytes.extend(raw_frames::frame(0xfc, 0x1, 101, b"idle"));
+    bytes.extend(raw_frames::last_data(1, &hello_body(b"unknown")));
+    client.send(&bytes).await;
+    let frames = answered(&mut client, 1).await;
+    assert_eq!(data_on(&frames, 1), hello_body(b"unknown"));
+    // Stream 101 was not opened: stream 3 is still a new one.
+    let mut bytes = raw_frames::frame(0xfd, 0, 1, b"closed");
+    bytes.extend(call(&server, 3));
+    client.send(&bytes).await;
+    answered(&mut client, 3).await;
+    drop(client);
+    server.stop().await;
+}
