@@ -16,8 +16,8 @@ use support::TestServer;
 use support::raw_frames::{self, Frame, header_block};
 use support::scripted::{
     ACK, Client, DATA, END_HEADERS, END_STREAM, FRAME_SIZE_ERROR, GOAWAY, HEADERS, PADDED, PING,
-    PRIORITY, PROTOCOL_ERROR, REFUSED_STREAM, RST_STREAM, SAY_HELLO, SETTINGS, STREAM_CLOSED,
-    WINDOW_UPDATE, call, headers, hello_body, server, still_serves,
+    PRIORITY, PRIORITY_FLAG, PROTOCOL_ERROR, REFUSED_STREAM, RST_STREAM, SAY_HELLO, SETTINGS,
+    STREAM_CLOSED, WINDOW_UPDATE, call, headers, hello_body, server, still_serves,
 };
 
 /// Setting identifiers (§6.5.2).
@@ -570,5 +570,159 @@ async fn frames_of_unknown_types_are_ignored() {
     client.send(&bytes).await;
     answered(&mut client, 3).await;
     drop(client);
+    server.stop().await;
+}
+
+/// RFC 9113 §6.1 and §6.2: padding is stripped from DATA and HEADERS; padding as long as the
+/// payload or longer is a connection error of type PROTOCOL_ERROR, a frame too short for its
+/// pad length or priority fields one of type FRAME_SIZE_ERROR (§4.2); HEADERS on stream 0 one
+/// of type PROTOCOL_ERROR.
+#[tokio::test]
+async fn padding_is_stripped_and_padding_too_long_is_a_protocol_error() {
+    let server = server(builder()).await;
+    let mut client = Client::connect(&server).await;
+    let block = raw_frames::grpc_headers(1, &server.addr.to_string(), SAY_HELLO)[9..].to_vec();
+    let padded = |content: &[u8], pad: u8| {
+        let mut payload = vec![pad];
+        payload.extend_from_slice(content);
+        payload.extend(std::iter::repeat_n(0, pad as usize));
+        payload
+    };
+    let mut bytes = raw_frames::frame(HEADERS, END_HEADERS | PADDED, 1, &padded(&block, 10));
+    let body = hello_body(b"padded");
+    bytes.extend(raw_frames::frame(
+        DATA,
+        END_STREAM | PADDED,
+        1,
+        &padded(&body, 200),
+    ));
+    client.send(&bytes).await;
+    let frames = answered(&mut client, 1).await;
+    assert_eq!(data_on(&frames, 1), body);
+    connection_errors(
+        &server,
+        &headers(&server, 1),
+        None,
+        &[(
+            "DATA padded past its end",
+            raw_frames::frame(DATA, PADDED, 1, &[5, 0, 0, 0, 0]),
+            PROTOCOL_ERROR,
+        )],
+    )
+    .await;
+    connection_errors(
+        &server,
+        &[],
+        None,
+        &[
+            (
+                "HEADERS padded past its end",
+                raw_frames::frame(HEADERS, END_HEADERS | PADDED, 1, &padded(&block, 10)[..10]),
+                PROTOCOL_ERROR,
+            ),
+            (
+                "DATA padded without a pad length",
+                [headers(&server, 1), raw_frames::frame(DATA, PADDED, 1, &[])].concat(),
+                FRAME_SIZE_ERROR,
+            ),
+            (
+                "HEADERS with PRIORITY too short for it",
+                raw_frames::frame(HEADERS, END_HEADERS | PRIORITY_FLAG, 1, &[0, 0, 0]),
+                FRAME_SIZE_ERROR,
+            ),
+            ("HEADERS on stream 0", call(&server, 0), PROTOCOL_ERROR),
+        ],
+    )
+    .await;
+    still_serves(&server).await;
+    drop(client);
+    server.stop().await;
+}
+
+/// RFC 9113 §6.3 and §5.3.1: PRIORITY of a length other than 5 is a stream error of type
+/// FRAME_SIZE_ERROR; a stream that depends on itself (in PRIORITY or in HEADERS) a stream error
+/// of type PROTOCOL_ERROR; a well-formed PRIORITY changes nothing; PRIORITY on stream 0 is a
+/// connection error of type PROTOCOL_ERROR.
+#[tokio::test]
+async fn malformed_priorities_are_stream_errors() {
+    let server = server(builder()).await;
+    let mut client = Client::connect(&server).await;
+    let cases: [(u32, Vec<u8>, u32); 3] = [
+        (
+            1,
+            raw_frames::frame(PRIORITY, 0, 1, &[0, 0, 0, 0]),
+            FRAME_SIZE_ERROR,
+        ),
+        (
+            3,
+            raw_frames::frame(PRIORITY, 0, 3, &[0, 0, 0, 0, 15, 0]),
+            FRAME_SIZE_ERROR,
+        ),
+        (5, priority(5, 5), PROTOCOL_ERROR),
+    ];
+    for (stream, frame, code) in cases {
+        let mut bytes = headers(&server, stream);
+        bytes.extend(frame);
+        client.send(&bytes).await;
+        assert_eq!(client.reset(stream).await, code, "stream {stream}");
+    }
+    let mut payload = vec![0, 0, 0, 7, 15];
+    payload
+        .extend_from_slice(&raw_frames::grpc_headers(7, &server.addr.to_string(), SAY_HELLO)[9..]);
+    client
+        .send(&raw_frames::frame(
+            HEADERS,
+            END_HEADERS | END_STREAM | PRIORITY_FLAG,
+            7,
+            &payload,
+        ))
+        .await;
+    assert_eq!(client.reset(7).await, PROTOCOL_ERROR);
+    let mut bytes = headers(&server, 9);
+    bytes.extend(priority(9, 0x8000_0000));
+    bytes.extend(raw_frames::last_data(9, &hello_body(b"prioritised")));
+    client.send(&bytes).await;
+    let frames = answered(&mut client, 9).await;
+    assert_eq!(data_on(&frames, 9), hello_body(b"prioritised"));
+    connection_errors(
+        &server,
+        &[],
+        None,
+        &[("PRIORITY on stream 0", priority(0, 1), PROTOCOL_ERROR)],
+    )
+    .await;
+    drop(client);
+    server.stop().await;
+}
+
+/// RFC 9113 §6.4: RST_STREAM of a length other than 4 is a connection error of type
+/// FRAME_SIZE_ERROR; RST_STREAM on stream 0 one of type PROTOCOL_ERROR.
+#[tokio::test]
+async fn malformed_rst_streams_are_connection_errors() {
+    let server = server(builder()).await;
+    connection_errors(
+        &server,
+        &headers(&server, 1),
+        None,
+        &[
+            (
+                "RST_STREAM of 3 bytes",
+                raw_frames::frame(RST_STREAM, 0, 1, &[0, 0, 8]),
+                FRAME_SIZE_ERROR,
+            ),
+            (
+                "RST_STREAM of 5 bytes",
+                raw_frames::frame(RST_STREAM, 0, 1, &[0, 0, 0, 8, 0]),
+                FRAME_SIZE_ERROR,
+            ),
+            (
+                "RST_STREAM on stream 0",
+                raw_frames::cancel(0),
+                PROTOCOL_ERROR,
+            ),
+        ],
+    )
+    .await;
+    still_serves(&server).await;
     server.stop().await;
 }
