@@ -17,13 +17,19 @@ use support::raw_frames::{self, Frame, header_block};
 use support::scripted::{
     ACK, Client, DATA, END_HEADERS, END_STREAM, FRAME_SIZE_ERROR, GOAWAY, HEADERS, PADDED, PING,
     PRIORITY, PRIORITY_FLAG, PROTOCOL_ERROR, REFUSED_STREAM, RST_STREAM, SAY_HELLO, SETTINGS,
-    STREAM_CLOSED, WINDOW_UPDATE, call, headers, hello_body, server, still_serves,
+    SETTINGS_TIMEOUT, STREAM_CLOSED, WINDOW_UPDATE, call, headers, hello_body, server,
+    still_serves,
 };
 
 /// Setting identifiers (§6.5.2).
+const HEADER_TABLE_SIZE: u16 = 0x1;
+const ENABLE_PUSH: u16 = 0x2;
 const MAX_CONCURRENT_STREAMS: u16 = 0x3;
 const INITIAL_WINDOW_SIZE: u16 = 0x4;
 const MAX_FRAME_SIZE: u16 = 0x5;
+
+/// The largest flow-control window (§6.9.1).
+const MAX_WINDOW: u32 = (1 << 31) - 1;
 
 /// A server builder whose ping policy lets the tests' PINGs through at any rate.
 fn builder() -> fastgrpc::Builder {
@@ -724,5 +730,130 @@ async fn malformed_rst_streams_are_connection_errors() {
     )
     .await;
     still_serves(&server).await;
+    server.stop().await;
+}
+
+/// RFC 9113 §6.5: a SETTINGS ACK with a payload, or SETTINGS whose length is not a multiple of
+/// 6, is a connection error of type FRAME_SIZE_ERROR; SETTINGS on a stream one of type
+/// PROTOCOL_ERROR; and (§6.5.2) ENABLE_PUSH other than 0 or 1, or MAX_FRAME_SIZE outside
+/// 16,384..=16,777,215, one of type PROTOCOL_ERROR.
+#[tokio::test]
+async fn malformed_settings_are_connection_errors() {
+    let server = server(builder()).await;
+    connection_errors(
+        &server,
+        &[],
+        None,
+        &[
+            (
+                "ACK with a payload",
+                raw_frames::frame(SETTINGS, ACK, 0, &[0, 3, 0, 0, 0, 1]),
+                FRAME_SIZE_ERROR,
+            ),
+            (
+                "5 bytes",
+                raw_frames::frame(SETTINGS, 0, 0, &[0, 3, 0, 0, 0]),
+                FRAME_SIZE_ERROR,
+            ),
+            (
+                "8 bytes",
+                raw_frames::frame(SETTINGS, 0, 0, &[0, 3, 0, 0, 0, 1, 0, 0]),
+                FRAME_SIZE_ERROR,
+            ),
+            (
+                "on stream 1",
+                raw_frames::frame(SETTINGS, 0, 1, &[]),
+                PROTOCOL_ERROR,
+            ),
+            (
+                "ACK on stream 1",
+                raw_frames::frame(SETTINGS, ACK, 1, &[]),
+                PROTOCOL_ERROR,
+            ),
+            (
+                "ENABLE_PUSH 2",
+                settings(&[(ENABLE_PUSH, 2)]),
+                PROTOCOL_ERROR,
+            ),
+            (
+                "MAX_FRAME_SIZE 16,383",
+                settings(&[(MAX_FRAME_SIZE, 16_383)]),
+                PROTOCOL_ERROR,
+            ),
+            (
+                "MAX_FRAME_SIZE 2^24",
+                settings(&[(MAX_FRAME_SIZE, 1 << 24)]),
+                PROTOCOL_ERROR,
+            ),
+        ],
+    )
+    .await;
+    still_serves(&server).await;
+    server.stop().await;
+}
+
+/// RFC 9113 §6.5 and §6.5.3: each SETTINGS frame is acknowledged with an empty ACK, values at
+/// the edges of their ranges and unknown settings (ignored, §6.5.2) included; the client's
+/// own ACK is not answered.
+#[tokio::test]
+async fn every_settings_frame_is_acknowledged() {
+    let server = server(builder()).await;
+    let mut client = Client::connect(&server).await;
+    let mut bytes = raw_frames::frame(SETTINGS, ACK, 0, &[]);
+    let sent = [
+        settings(&[(0xff00, 7), (0x0a0a, 0)]),
+        settings(&[(INITIAL_WINDOW_SIZE, MAX_WINDOW)]),
+        settings(&[(MAX_FRAME_SIZE, (1 << 24) - 1)]),
+        settings(&[
+            (MAX_FRAME_SIZE, 16_384),
+            (ENABLE_PUSH, 0),
+            (ENABLE_PUSH, 1),
+            (HEADER_TABLE_SIZE, 4_096),
+        ]),
+        settings(&[]),
+    ];
+    for frame in &sent {
+        bytes.extend(frame);
+    }
+    client.send(&bytes).await;
+    let frames = client.ping(*b"settings").await;
+    let acks: Vec<&Frame> = frames
+        .iter()
+        .filter(|frame| frame.kind == SETTINGS && frame.flags & ACK != 0)
+        .collect();
+    // One for the preface's SETTINGS, one for each of ours.
+    assert_eq!(acks.len(), 1 + sent.len(), "{frames:?}");
+    assert!(
+        acks.iter()
+            .all(|ack| ack.payload.is_empty() && ack.stream == 0 && ack.flags == ACK),
+        "{acks:?}"
+    );
+    client.send(&call(&server, 1)).await;
+    answered(&mut client, 1).await;
+    drop(client);
+    server.stop().await;
+}
+
+/// RFC 9113 §6.5.3: a client that never acknowledges the server's SETTINGS gets a connection
+/// error of type SETTINGS_TIMEOUT; one that does is served past the same deadline. The engine
+/// gives the ACK the handshake timeout (10 s by default), set to 1 s here.
+#[tokio::test]
+async fn settings_never_acknowledged_are_a_settings_timeout() {
+    let server = server(builder().handshake_timeout(Duration::from_secs(1))).await;
+    let mut acked = Client::connect(&server).await;
+    acked.read_until(|frame| frame.kind == SETTINGS).await;
+    acked.send(&raw_frames::frame(SETTINGS, ACK, 0, &[])).await;
+    // Connected after the first, so its deadline is the later one.
+    let mut silent = Client::connect(&server).await;
+    assert_eq!(silent.goaway().await.0, SETTINGS_TIMEOUT);
+    let frames = acked.ping(*b"acked-ok").await;
+    assert!(
+        !frames.iter().any(|frame| frame.kind == GOAWAY),
+        "{frames:?}"
+    );
+    acked.send(&call(&server, 1)).await;
+    answered(&mut acked, 1).await;
+    drop(acked);
+    drop(silent);
     server.stop().await;
 }
