@@ -15,9 +15,9 @@ use fastgrpc::Server;
 use support::TestServer;
 use support::raw_frames::{self, Frame, header_block};
 use support::scripted::{
-    ACK, Client, DATA, END_HEADERS, END_STREAM, FRAME_SIZE_ERROR, GOAWAY, HEADERS, PADDED, PING,
-    PRIORITY, PRIORITY_FLAG, PROTOCOL_ERROR, REFUSED_STREAM, RST_STREAM, SAY_HELLO, SETTINGS,
-    SETTINGS_TIMEOUT, STREAM_CLOSED, WINDOW_UPDATE, call, headers, hello_body, server,
+    ACK, Client, DATA, END_HEADERS, END_STREAM, FRAME_SIZE_ERROR, GOAWAY, HEADERS, NO_ERROR,
+    PADDED, PING, PRIORITY, PRIORITY_FLAG, PROTOCOL_ERROR, REFUSED_STREAM, RST_STREAM, SAY_HELLO,
+    SETTINGS, SETTINGS_TIMEOUT, STREAM_CLOSED, WINDOW_UPDATE, call, headers, hello_body, server,
     still_serves,
 };
 
@@ -55,6 +55,12 @@ fn priority(stream: u32, depends_on: u32) -> Vec<u8> {
     let mut payload = depends_on.to_be_bytes().to_vec();
     payload.push(15);
     raw_frames::frame(PRIORITY, 0, stream, &payload)
+}
+
+fn goaway(last_stream: u32, code: u32) -> Vec<u8> {
+    let mut payload = last_stream.to_be_bytes().to_vec();
+    payload.extend_from_slice(&code.to_be_bytes());
+    raw_frames::frame(GOAWAY, 0, 0, &payload)
 }
 
 /// The value of setting `id` in the server's first SETTINGS frame among `frames`.
@@ -855,5 +861,107 @@ async fn settings_never_acknowledged_are_a_settings_timeout() {
     answered(&mut acked, 1).await;
     drop(acked);
     drop(silent);
+    server.stop().await;
+}
+
+/// RFC 9113 §6.7: a PING ACK is not answered.
+#[tokio::test]
+async fn a_ping_ack_is_not_answered() {
+    let server = server(builder()).await;
+    let mut client = Client::connect(&server).await;
+    client
+        .send(&raw_frames::frame(PING, ACK, 0, b"not-ours"))
+        .await;
+    let frames = client.ping(*b"barrier!").await;
+    assert!(
+        !frames
+            .iter()
+            .any(|frame| frame.kind == PING && frame.payload == b"not-ours"),
+        "{frames:?}"
+    );
+    drop(client);
+    server.stop().await;
+}
+
+/// RFC 9113 §6.7: PING on a stream is a connection error of type PROTOCOL_ERROR; PING of a
+/// length other than 8 one of type FRAME_SIZE_ERROR.
+#[tokio::test]
+async fn a_ping_on_a_stream_or_of_the_wrong_length_is_a_connection_error() {
+    let server = server(builder()).await;
+    connection_errors(
+        &server,
+        &headers(&server, 1),
+        None,
+        &[
+            (
+                "PING on stream 1",
+                raw_frames::frame(PING, 0, 1, &[0; 8]),
+                PROTOCOL_ERROR,
+            ),
+            (
+                "PING of 9 bytes",
+                raw_frames::frame(PING, 0, 0, &[0; 9]),
+                FRAME_SIZE_ERROR,
+            ),
+            (
+                "PING ACK of 0 bytes",
+                raw_frames::frame(PING, ACK, 0, &[]),
+                FRAME_SIZE_ERROR,
+            ),
+        ],
+    )
+    .await;
+    still_serves(&server).await;
+    server.stop().await;
+}
+
+/// RFC 9113 §6.8: after the client's GOAWAY, the server still finishes the streams in flight.
+#[tokio::test]
+async fn the_streams_in_flight_are_finished_after_the_client_s_goaway() {
+    let server = server(builder()).await;
+    let mut client = Client::connect(&server).await;
+    let mut bytes = headers(&server, 1);
+    bytes.extend(goaway(0, NO_ERROR));
+    client.send(&bytes).await;
+    let frames = client.ping(*b"goaway-1").await;
+    assert!(
+        !frames
+            .iter()
+            .any(|frame| matches!(frame.kind, GOAWAY | RST_STREAM)),
+        "{frames:?}"
+    );
+    client
+        .send(&raw_frames::last_data(1, &hello_body(b"in flight")))
+        .await;
+    let frames = answered(&mut client, 1).await;
+    assert_eq!(data_on(&frames, 1), hello_body(b"in flight"));
+    drop(client);
+    server.stop().await;
+}
+
+/// RFC 9113 §6.8: GOAWAY shorter than 8 bytes is a connection error of type FRAME_SIZE_ERROR;
+/// GOAWAY on a stream one of type PROTOCOL_ERROR.
+#[tokio::test]
+async fn a_malformed_goaway_is_a_connection_error() {
+    let server = server(builder()).await;
+    connection_errors(
+        &server,
+        &[],
+        None,
+        &[
+            (
+                "GOAWAY of 7 bytes",
+                raw_frames::frame(GOAWAY, 0, 0, &[0; 7]),
+                FRAME_SIZE_ERROR,
+            ),
+            (
+                "GOAWAY on stream 1",
+                raw_frames::frame(GOAWAY, 0, 1, &[0; 8]),
+                PROTOCOL_ERROR,
+            ),
+        ],
+    )
+    .await;
+    still_serves(&server).await;
     server.stop().await;
 }
