@@ -15,10 +15,10 @@ use fastgrpc::Server;
 use support::TestServer;
 use support::raw_frames::{self, Frame, header_block};
 use support::scripted::{
-    ACK, Client, DATA, END_HEADERS, END_STREAM, FRAME_SIZE_ERROR, GOAWAY, HEADERS, NO_ERROR,
-    PADDED, PING, PRIORITY, PRIORITY_FLAG, PROTOCOL_ERROR, REFUSED_STREAM, RST_STREAM, SAY_HELLO,
-    SETTINGS, SETTINGS_TIMEOUT, STREAM_CLOSED, WINDOW_UPDATE, call, headers, hello_body, server,
-    still_serves,
+    ACK, Client, DATA, END_HEADERS, END_STREAM, FLOW_CONTROL_ERROR, FRAME_SIZE_ERROR, GOAWAY,
+    HEADERS, NO_ERROR, PADDED, PING, PRIORITY, PRIORITY_FLAG, PROTOCOL_ERROR, REFUSED_STREAM,
+    RST_STREAM, SAY_HELLO, SETTINGS, SETTINGS_TIMEOUT, STREAM_CLOSED, WINDOW_UPDATE, call, headers,
+    hello_body, server, still_serves,
 };
 
 /// Setting identifiers (§6.5.2).
@@ -963,5 +963,209 @@ async fn a_malformed_goaway_is_a_connection_error() {
     )
     .await;
     still_serves(&server).await;
+    server.stop().await;
+}
+
+/// RFC 9113 §6.9: a WINDOW_UPDATE of 0 on a stream is a stream error of type PROTOCOL_ERROR
+/// (on the connection it is a connection error, checked in `http2_engine.rs`); the connection
+/// goes on.
+#[tokio::test]
+async fn a_window_update_of_zero_on_a_stream_is_a_stream_error() {
+    let server = server(builder()).await;
+    let mut client = Client::connect(&server).await;
+    let mut bytes = headers(&server, 1);
+    bytes.extend(window_update(1, 0));
+    client.send(&bytes).await;
+    assert_eq!(client.reset(1).await, PROTOCOL_ERROR);
+    client.send(&call(&server, 3)).await;
+    answered(&mut client, 3).await;
+    drop(client);
+    server.stop().await;
+}
+
+/// RFC 9113 §6.9: a WINDOW_UPDATE of a length other than 4 is a connection error of type
+/// FRAME_SIZE_ERROR, on the connection or on a stream; and (§6.9.2) a change of
+/// SETTINGS_INITIAL_WINDOW_SIZE that takes a stream's window past 2^31-1 one of type
+/// FLOW_CONTROL_ERROR.
+#[tokio::test]
+async fn malformed_window_updates_and_window_overflows_are_connection_errors() {
+    let server = server(builder()).await;
+    connection_errors(
+        &server,
+        &headers(&server, 1),
+        None,
+        &[
+            (
+                "WINDOW_UPDATE of 3 bytes on the connection",
+                raw_frames::frame(WINDOW_UPDATE, 0, 0, &[0, 0, 1]),
+                FRAME_SIZE_ERROR,
+            ),
+            (
+                "WINDOW_UPDATE of 5 bytes on stream 1",
+                raw_frames::frame(WINDOW_UPDATE, 0, 1, &[0, 0, 0, 1, 0]),
+                FRAME_SIZE_ERROR,
+            ),
+            (
+                "INITIAL_WINDOW_SIZE past a full window",
+                [
+                    window_update(1, MAX_WINDOW - 65_535),
+                    settings(&[(INITIAL_WINDOW_SIZE, 65_536)]),
+                ]
+                .concat(),
+                FLOW_CONTROL_ERROR,
+            ),
+        ],
+    )
+    .await;
+    still_serves(&server).await;
+    server.stop().await;
+}
+
+/// RFC 9113 §6.9.2: a change of the client's SETTINGS_INITIAL_WINDOW_SIZE applies to the
+/// streams already open, and can make a window negative: the server's reply keeps to it, and
+/// goes on only once the window is above 0 again.
+#[tokio::test]
+async fn a_new_initial_window_size_applies_to_open_streams() {
+    let server = server(builder()).await;
+    let mut client = Client::connect(&server).await;
+    let body = hello_body(&[b'w'; 100]);
+    // Stream 1 opens with the default window; then the window becomes 10.
+    let mut bytes = headers(&server, 1);
+    bytes.extend(settings(&[(INITIAL_WINDOW_SIZE, 10)]));
+    bytes.extend(raw_frames::last_data(1, &body));
+    client.send(&bytes).await;
+    let mut frames = client
+        .read_new(|frame| frame.kind == DATA && frame.stream == 1)
+        .await;
+    frames.extend(client.ping(*b"window-1").await);
+    assert_eq!(data_on(&frames, 1).len(), 10, "{frames:?}");
+    assert!(!frames.iter().any(|frame| ends(frame, 1)), "{frames:?}");
+    // The window goes from 0 to -10 and back to 0: still nothing.
+    let mut bytes = settings(&[(INITIAL_WINDOW_SIZE, 0)]);
+    bytes.extend(window_update(1, 10));
+    client.send(&bytes).await;
+    let frames = client.ping(*b"window-2").await;
+    assert!(!frames.iter().any(|frame| frame.stream == 1), "{frames:?}");
+    // A larger SETTINGS_INITIAL_WINDOW_SIZE opens it.
+    client
+        .send(&settings(&[(INITIAL_WINDOW_SIZE, 1_000)]))
+        .await;
+    let frames = answered(&mut client, 1).await;
+    assert_eq!(data_on(&frames, 1), body);
+    drop(client);
+    server.stop().await;
+}
+
+/// RFC 9113 §6.9 and §6.9.1: the server gives window back with WINDOW_UPDATE, on the stream
+/// and on the connection, so a client that keeps to the windows can send a request body far
+/// larger than them.
+#[tokio::test]
+async fn window_updates_let_a_client_send_more_than_the_initial_window() {
+    let server = server(
+        builder()
+            .initial_stream_window_size(65_535)
+            .initial_connection_window_size(65_535),
+    )
+    .await;
+    let mut client = Client::connect(&server).await;
+    // Our own windows wide open, so that the echo comes back without our WINDOW_UPDATEs.
+    let mut bytes = settings(&[(INITIAL_WINDOW_SIZE, MAX_WINDOW)]);
+    bytes.extend(window_update(0, MAX_WINDOW - 65_535));
+    bytes.extend(headers(&server, 1));
+    client.send(&bytes).await;
+    let mut frames = client.read_new(|frame| frame.kind == SETTINGS).await;
+    let mut stream_window =
+        i64::from(server_setting(&frames, INITIAL_WINDOW_SIZE).unwrap_or(65_535));
+    let mut connection_window = 65_535i64;
+    let body = hello_body(&vec![b'b'; 200_000]);
+    let (mut sent, mut stream_updates, mut connection_updates) = (0, 0, 0);
+    loop {
+        for frame in frames.iter().filter(|frame| frame.kind == WINDOW_UPDATE) {
+            let increment = i64::from(u32::from_be_bytes(frame.payload[..4].try_into().unwrap()));
+            match frame.stream {
+                0 => {
+                    (connection_window, connection_updates) =
+                        (connection_window + increment, connection_updates + 1)
+                }
+                1 => {
+                    (stream_window, stream_updates) =
+                        (stream_window + increment, stream_updates + 1)
+                }
+                other => panic!("WINDOW_UPDATE on {other}"),
+            }
+        }
+        if sent == body.len() {
+            break;
+        }
+        let room = stream_window.min(connection_window).min(16_384);
+        if room <= 0 {
+            frames = client.read_new(|frame| frame.kind == WINDOW_UPDATE).await;
+            assert!(
+                frames.iter().any(|frame| frame.kind == WINDOW_UPDATE),
+                "no window given back after {sent} bytes: {frames:?}"
+            );
+            continue;
+        }
+        let end = (sent + room as usize).min(body.len());
+        let flags = if end == body.len() { END_STREAM } else { 0 };
+        client
+            .send(&raw_frames::frame(DATA, flags, 1, &body[sent..end]))
+            .await;
+        stream_window -= (end - sent) as i64;
+        connection_window -= (end - sent) as i64;
+        sent = end;
+        frames.clear();
+    }
+    assert!(stream_updates > 0 && connection_updates > 0);
+    let frames = answered(&mut client, 1).await;
+    assert_eq!(data_on(&frames, 1), body);
+    drop(client);
+    server.stop().await;
+}
+
+/// RFC 9113 §5.1 (closed) and §6.9: DATA that arrives on a stream the server has reset still
+/// counts toward the connection's window, and is given back with WINDOW_UPDATE like any other,
+/// so the streams after it are not starved.
+#[tokio::test]
+async fn data_on_a_stream_the_server_reset_is_given_back_to_the_connection_window() {
+    let server = server(
+        builder()
+            .initial_stream_window_size(65_535)
+            .initial_connection_window_size(65_535),
+    )
+    .await;
+    let mut client = Client::connect(&server).await;
+    let mut bytes = headers(&server, 1);
+    bytes.extend(window_update(1, 0));
+    client.send(&bytes).await;
+    assert_eq!(client.reset(1).await, PROTOCOL_ERROR);
+    // 48 KiB dropped on the reset stream: three quarters of the connection's window.
+    let chunk = vec![0; 16_384];
+    let mut bytes = Vec::new();
+    for _ in 0..3 {
+        bytes.extend(raw_frames::frame(DATA, 0, 1, &chunk));
+    }
+    client.send(&bytes).await;
+    let frames = client
+        .read_new(|frame| frame.kind == WINDOW_UPDATE && frame.stream == 0)
+        .await;
+    let given_back: i64 = frames
+        .iter()
+        .filter(|frame| frame.kind == WINDOW_UPDATE && frame.stream == 0)
+        .map(|frame| i64::from(u32::from_be_bytes(frame.payload[..4].try_into().unwrap())))
+        .sum();
+    let window = 65_535 - 3 * 16_384 + given_back;
+    // A request that fits only in what was given back.
+    let body = hello_body(&vec![b'c'; 30_000]);
+    assert!(
+        body.len() as i64 <= window && body.len() > 65_535 - 3 * 16_384,
+        "{window}"
+    );
+    let mut bytes = headers(&server, 3);
+    bytes.extend(data_frames(3, &body, 16_384));
+    client.send(&bytes).await;
+    let frames = answered(&mut client, 3).await;
+    assert_eq!(data_on(&frames, 3), body);
+    drop(client);
     server.stop().await;
 }
