@@ -15,10 +15,10 @@ use fastgrpc::Server;
 use support::TestServer;
 use support::raw_frames::{self, Frame, header_block};
 use support::scripted::{
-    ACK, Client, DATA, END_HEADERS, END_STREAM, FLOW_CONTROL_ERROR, FRAME_SIZE_ERROR, GOAWAY,
-    HEADERS, NO_ERROR, PADDED, PING, PRIORITY, PRIORITY_FLAG, PROTOCOL_ERROR, REFUSED_STREAM,
-    RST_STREAM, SAY_HELLO, SETTINGS, SETTINGS_TIMEOUT, STREAM_CLOSED, WINDOW_UPDATE, call, headers,
-    hello_body, server, still_serves,
+    ACK, CONTINUATION, Client, DATA, END_HEADERS, END_STREAM, FLOW_CONTROL_ERROR, FRAME_SIZE_ERROR,
+    GOAWAY, HEADERS, NO_ERROR, PADDED, PING, PRIORITY, PRIORITY_FLAG, PROTOCOL_ERROR,
+    REFUSED_STREAM, RST_STREAM, SAY_HELLO, SETTINGS, SETTINGS_TIMEOUT, STREAM_CLOSED,
+    WINDOW_UPDATE, call, headers, hello_body, server, still_serves,
 };
 
 /// Setting identifiers (§6.5.2).
@@ -1166,6 +1166,45 @@ async fn data_on_a_stream_the_server_reset_is_given_back_to_the_connection_windo
     client.send(&bytes).await;
     let frames = answered(&mut client, 3).await;
     assert_eq!(data_on(&frames, 3), body);
+    drop(client);
+    server.stop().await;
+}
+
+/// RFC 9113 §6.10: a header block split over CONTINUATION frames is served; CONTINUATION that
+/// follows no unfinished header block is a connection error of type PROTOCOL_ERROR.
+#[tokio::test]
+async fn continuation_frames_carry_a_header_block_and_no_more() {
+    let server = server(builder()).await;
+    let mut client = Client::connect(&server).await;
+    let block = raw_frames::grpc_headers(1, &server.addr.to_string(), SAY_HELLO)[9..].to_vec();
+    let (first, rest) = block.split_at(3);
+    let (second, third) = rest.split_at(rest.len() / 2);
+    let mut bytes = raw_frames::frame(HEADERS, 0, 1, first);
+    bytes.extend(raw_frames::frame(CONTINUATION, 0, 1, second));
+    bytes.extend(raw_frames::frame(CONTINUATION, END_HEADERS, 1, third));
+    bytes.extend(raw_frames::last_data(1, &hello_body(b"continued")));
+    client.send(&bytes).await;
+    let frames = answered(&mut client, 1).await;
+    assert_eq!(data_on(&frames, 1), hello_body(b"continued"));
+    connection_errors(
+        &server,
+        &call(&server, 1),
+        Some(1),
+        &[
+            (
+                "CONTINUATION after a finished block",
+                raw_frames::frame(CONTINUATION, END_HEADERS, 1, &[0x88]),
+                PROTOCOL_ERROR,
+            ),
+            (
+                "CONTINUATION on a new stream",
+                raw_frames::frame(CONTINUATION, END_HEADERS, 3, &block),
+                PROTOCOL_ERROR,
+            ),
+        ],
+    )
+    .await;
+    still_serves(&server).await;
     drop(client);
     server.stop().await;
 }
