@@ -77,6 +77,33 @@ fn server_setting(frames: &[Frame], id: u16) -> Option<u32> {
         .next_back()
 }
 
+/// Header fields: names and values.
+type Fields = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// The fields of a gRPC call to `SayHello` on `server`, in the order a client sends them.
+fn request_fields(server: &TestServer) -> Fields {
+    [
+        (":method", "POST"),
+        (":scheme", "http"),
+        (":path", SAY_HELLO),
+        (":authority", &server.addr.to_string()),
+        ("content-type", "application/grpc"),
+        ("te", "trailers"),
+    ]
+    .iter()
+    .map(|(name, value)| (name.as_bytes().to_vec(), value.as_bytes().to_vec()))
+    .collect()
+}
+
+/// HEADERS with END_HEADERS (and `flags`) on `stream`, carrying `fields` as literals.
+fn headers_of(stream: u32, flags: u8, fields: &[(Vec<u8>, Vec<u8>)]) -> Vec<u8> {
+    let fields: Vec<(&[u8], &[u8])> = fields
+        .iter()
+        .map(|(name, value)| (&name[..], &value[..]))
+        .collect();
+    raw_frames::frame(HEADERS, END_HEADERS | flags, stream, &header_block(&fields))
+}
+
 /// `body` as DATA frames of at most `max_frame` bytes on `stream`, the last with END_STREAM.
 fn data_frames(stream: u32, body: &[u8], max_frame: usize) -> Vec<u8> {
     let mut bytes = Vec::new();
@@ -1205,6 +1232,168 @@ async fn continuation_frames_carry_a_header_block_and_no_more() {
     )
     .await;
     still_serves(&server).await;
+    drop(client);
+    server.stop().await;
+}
+
+/// RFC 9113 §8.1: trailers that hold a pseudo-header, or a second header block without
+/// END_STREAM, make the request malformed: a stream error of type PROTOCOL_ERROR. Trailers
+/// with regular fields end the request.
+#[tokio::test]
+async fn trailers_with_a_pseudo_header_or_without_end_stream_are_malformed() {
+    let server = server(builder()).await;
+    let mut client = Client::connect(&server).await;
+    let field = |name: &[u8], value: &[u8]| vec![(name.to_vec(), value.to_vec())];
+    let cases = [
+        (1, field(b":path", b"/trailer"), END_STREAM),
+        (3, field(b"x-trailer", b"1"), 0),
+    ];
+    for (stream, trailers, flags) in cases {
+        let mut bytes = headers(&server, stream);
+        bytes.extend(raw_frames::frame(DATA, 0, stream, &hello_body(b"t")));
+        bytes.extend(headers_of(stream, flags, &trailers));
+        client.send(&bytes).await;
+        assert_eq!(
+            client.reset(stream).await,
+            PROTOCOL_ERROR,
+            "stream {stream}"
+        );
+    }
+    let mut bytes = headers(&server, 5);
+    bytes.extend(raw_frames::frame(DATA, 0, 5, &hello_body(b"trailed")));
+    bytes.extend(raw_frames::frame(
+        HEADERS,
+        END_HEADERS | END_STREAM,
+        5,
+        &header_block(&[(b"x-trailer", b"1")]),
+    ));
+    client.send(&bytes).await;
+    let frames = answered(&mut client, 5).await;
+    assert_eq!(data_on(&frames, 5), hello_body(b"trailed"));
+    drop(client);
+    server.stop().await;
+}
+
+/// RFC 9113 §8.1.1: a content-length that disagrees with the DATA received, more or less, makes
+/// the request malformed: a stream error of type PROTOCOL_ERROR. One that agrees is served.
+#[tokio::test]
+async fn a_content_length_that_disagrees_with_the_data_is_malformed() {
+    let server = server(builder()).await;
+    let mut client = Client::connect(&server).await;
+    let body = hello_body(b"sized");
+    let with_length = |stream: u32, length: usize| {
+        let mut fields = request_fields(&server);
+        fields.push((b"content-length".to_vec(), length.to_string().into_bytes()));
+        headers_of(stream, 0, &fields)
+    };
+    // More DATA than announced, the stream not ended yet.
+    let mut bytes = with_length(1, body.len() - 1);
+    bytes.extend(raw_frames::frame(DATA, 0, 1, &body));
+    client.send(&bytes).await;
+    assert_eq!(client.reset(1).await, PROTOCOL_ERROR);
+    // Less.
+    let mut bytes = with_length(3, body.len() + 1);
+    bytes.extend(raw_frames::last_data(3, &body));
+    client.send(&bytes).await;
+    assert_eq!(client.reset(3).await, PROTOCOL_ERROR);
+    // Just as much, in two frames.
+    let mut bytes = with_length(5, body.len());
+    bytes.extend(raw_frames::frame(DATA, 0, 5, &body[..4]));
+    bytes.extend(raw_frames::last_data(5, &body[4..]));
+    client.send(&bytes).await;
+    let frames = answered(&mut client, 5).await;
+    assert_eq!(data_on(&frames, 5), body);
+    drop(client);
+    server.stop().await;
+}
+
+/// RFC 9113 §8.2.1 and §8.2.2: a field name that is not a lowercase token, a value with NUL,
+/// CR or LF or with whitespace at either end, and the connection-specific fields make the
+/// request malformed: a stream error of type PROTOCOL_ERROR. (`Content-Type`, `connection`
+/// and `te: gzip` are checked in `http2_engine.rs`.)
+#[tokio::test]
+async fn malformed_fields_are_stream_errors() {
+    let fields: [(&[u8], &[u8]); 12] = [
+        (b"keep-alive", b"timeout=5"),
+        (b"proxy-connection", b"keep-alive"),
+        (b"transfer-encoding", b"chunked"),
+        (b"upgrade", b"h2c"),
+        (b"x-a b", b"1"),
+        (b"x-a:b", b"1"),
+        (b"x-\x7f", b"1"),
+        (b"x-value", b"a\0b"),
+        (b"x-value", b"a\rb"),
+        (b"x-value", b"a\nb"),
+        (b"x-value", b" a"),
+        (b"x-value", b"a\t"),
+    ];
+    let server = server(builder()).await;
+    let mut client = Client::connect(&server).await;
+    let mut stream = 1;
+    for (name, value) in fields {
+        let mut request = request_fields(&server);
+        request.push((name.to_vec(), value.to_vec()));
+        client.send(&headers_of(stream, END_STREAM, &request)).await;
+        assert_eq!(
+            client.reset(stream).await,
+            PROTOCOL_ERROR,
+            "{}: {:?}",
+            String::from_utf8_lossy(name),
+            String::from_utf8_lossy(value)
+        );
+        stream += 2;
+    }
+    client.send(&call(&server, stream)).await;
+    answered(&mut client, stream).await;
+    drop(client);
+    server.stop().await;
+}
+
+/// RFC 9113 §8.3 and §8.3.1: a pseudo-header twice, one the RFC does not define, a response's
+/// (`:status`) in a request, a missing `:method`, `:scheme` or `:path`, and an empty `:path`
+/// make the request malformed: a stream error of type PROTOCOL_ERROR. (A pseudo-header after a
+/// regular field is checked in `http2_engine.rs`.)
+#[tokio::test]
+async fn malformed_pseudo_headers_are_stream_errors() {
+    let server = server(builder()).await;
+    let base = request_fields(&server);
+    let with = |extra: (&str, &str)| {
+        let mut fields = base.clone();
+        fields.insert(
+            4,
+            (extra.0.as_bytes().to_vec(), extra.1.as_bytes().to_vec()),
+        );
+        fields
+    };
+    let without = |name: &str| {
+        let mut fields = base.clone();
+        fields.retain(|(field, _)| field != name.as_bytes());
+        fields
+    };
+    let mut empty_path = base.clone();
+    empty_path[2].1.clear();
+    let cases: Vec<(&str, Fields)> = vec![
+        (":method twice", with((":method", "POST"))),
+        (":scheme twice", with((":scheme", "https"))),
+        (":path twice", with((":path", SAY_HELLO))),
+        (":authority twice", with((":authority", "other.test"))),
+        ("an unknown pseudo-header", with((":protocol", "websocket"))),
+        ("another", with((":foo", "bar"))),
+        (":status in a request", with((":status", "200"))),
+        ("no :method", without(":method")),
+        ("no :scheme", without(":scheme")),
+        ("no :path", without(":path")),
+        ("an empty :path", empty_path),
+    ];
+    let mut client = Client::connect(&server).await;
+    let mut stream = 1;
+    for (what, fields) in cases {
+        client.send(&headers_of(stream, END_STREAM, &fields)).await;
+        assert_eq!(client.reset(stream).await, PROTOCOL_ERROR, "{what}");
+        stream += 2;
+    }
+    client.send(&call(&server, stream)).await;
+    answered(&mut client, stream).await;
     drop(client);
     server.stop().await;
 }
