@@ -422,3 +422,78 @@ async fn a_default_shutdown_cuts_off_a_mute_peer_with_a_call_in_flight() {
         "stopped after {took:?}"
     );
 }
+
+/// Calls answered before their request bodies arrived (an unknown method is answered at its
+/// headers), 64 at a time, thousands in all on one connection: every late DATA frame is for a
+/// stream the server closed, and none may cost the connection. The client here sends each
+/// round's DATA once it has read the answers, as a client over a real network does when its
+/// DATA is already on the way. h2 0.4.20 remembers at most 50 streams it closed, for a
+/// second; DATA on one it forgot makes it reset that stream, and it counts those resets
+/// toward a limit of 1,024 for the connection's whole life, then sends GOAWAY
+/// ENHANCE_YOUR_CALM ("too_many_internal_resets"), failing every call still open on it: on
+/// the h2 engine this test fails after some 1,100 streams (and after some 2,100 with h2 told
+/// to remember 1,024 streams for 10 s). So it runs on fastgrpc's engine, which ignores DATA
+/// on the last 128 streams it closed and answers STREAM_CLOSED on others, counting nothing.
+#[tokio::test]
+async fn late_data_for_calls_answered_early_never_costs_the_connection() {
+    use support::scripted::{self, Client, DATA, GOAWAY, HEADERS, hello_body};
+    const ROUNDS: u32 = 40;
+    const AT_ONCE: u32 = 64;
+    let server = TestServer::start(
+        Server::builder()
+            .http2_engine(fastgrpc::Http2Engine::Fastgrpc)
+            .add_service(greeter()),
+    )
+    .await;
+    let authority = server.addr.to_string();
+    let mut client = Client::connect(&server).await;
+    client
+        .send(&raw_frames::frame(
+            scripted::SETTINGS,
+            scripted::ACK,
+            0,
+            &[],
+        ))
+        .await;
+    let mut next = 1;
+    for _ in 0..ROUNDS {
+        let first = next;
+        let mut opening = Vec::new();
+        for _ in 0..AT_ONCE {
+            opening.extend(raw_frames::grpc_headers(
+                next,
+                &authority,
+                "/no.Such/Method",
+            ));
+            next += 2;
+        }
+        client.send(&opening).await;
+        let last = next - 2;
+        let answered = client
+            .read_new(|frame| {
+                (frame.kind == HEADERS && frame.stream == last) || frame.kind == GOAWAY
+            })
+            .await;
+        assert!(
+            answered.iter().all(|frame| frame.kind != GOAWAY),
+            "{answered:?}"
+        );
+        let mut late = Vec::new();
+        for stream in (first..next).step_by(2) {
+            late.extend(raw_frames::last_data(stream, &hello_body(b"late")));
+        }
+        client.send(&late).await;
+    }
+    client.send(&scripted::call(&server, next)).await;
+    let frames = client
+        .read_new(|frame| (frame.kind == DATA && frame.stream == next) || frame.kind == GOAWAY)
+        .await;
+    assert!(
+        frames
+            .iter()
+            .any(|frame| frame.kind == DATA && frame.stream == next),
+        "the connection still serves calls: {:?}",
+        frames.iter().find(|frame| frame.kind == GOAWAY)
+    );
+    server.stop().await;
+}

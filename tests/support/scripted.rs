@@ -112,6 +112,8 @@ impl Client {
     /// Connects and sends nothing.
     pub async fn connect_bare(server: &TestServer) -> Client {
         let tcp = TcpStream::connect(server.addr).await.unwrap();
+        // Frames go out as the test writes them: no write waits for the ACK of the last.
+        tcp.set_nodelay(true).unwrap();
         Client {
             tcp,
             read: Vec::new(),
