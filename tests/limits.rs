@@ -495,5 +495,6 @@ async fn late_data_for_calls_answered_early_never_costs_the_connection() {
         "the connection still serves calls: {:?}",
         frames.iter().find(|frame| frame.kind == GOAWAY)
     );
+    drop(client);
     server.stop().await;
 }
