@@ -1,7 +1,8 @@
-//! gRPC's `TestService/StreamingOutputCall` served by tonic 0.14, the peer of the streaming
-//! benchmark (`bash benches/e2e.sh streaming`): each response parameter of the request becomes
-//! one reply of that size, all ready at once, as `interop_server` answers it. The other methods
-//! answer `UNIMPLEMENTED`.
+//! gRPC's `TestService/StreamingOutputCall` and `StreamingInputCall` served by tonic 0.14, the
+//! peer of the streaming benchmarks (`bash benches/e2e.sh streaming` and `clientstream`), both
+//! answered as `interop_server` answers them: each response parameter of a StreamingOutputCall
+//! becomes one reply of that size, all ready at once; a StreamingInputCall's reply is the sum of
+//! its messages' payload sizes. The other methods answer `UNIMPLEMENTED`.
 //!
 //! `cargo run --release --example tonic_streaming_server -- --addr 127.0.0.1:10000 --workers 1`
 
@@ -18,14 +19,18 @@ struct Streamer;
 #[tonic::async_trait]
 impl TestService for Streamer {
     async fn empty_call(&self, _: Request<pb::Empty>) -> Result<Response<pb::Empty>, Status> {
-        Err(Status::unimplemented("only StreamingOutputCall"))
+        Err(Status::unimplemented(
+            "only StreamingOutputCall and StreamingInputCall",
+        ))
     }
 
     async fn unary_call(
         &self,
         _: Request<pb::SimpleRequest>,
     ) -> Result<Response<pb::SimpleResponse>, Status> {
-        Err(Status::unimplemented("only StreamingOutputCall"))
+        Err(Status::unimplemented(
+            "only StreamingOutputCall and StreamingInputCall",
+        ))
     }
 
     type StreamingOutputCallStream = Replies;
@@ -52,9 +57,16 @@ impl TestService for Streamer {
 
     async fn streaming_input_call(
         &self,
-        _: Request<Streaming<pb::StreamingInputCallRequest>>,
+        request: Request<Streaming<pb::StreamingInputCallRequest>>,
     ) -> Result<Response<pb::StreamingInputCallResponse>, Status> {
-        Err(Status::unimplemented("only StreamingOutputCall"))
+        let mut requests = request.into_inner();
+        let mut aggregated_payload_size = 0;
+        while let Some(request) = requests.message().await? {
+            aggregated_payload_size += request.payload.map_or(0, |p| p.body.len() as i32);
+        }
+        Ok(Response::new(pb::StreamingInputCallResponse {
+            aggregated_payload_size,
+        }))
     }
 
     type FullDuplexCallStream = Replies;
@@ -63,7 +75,9 @@ impl TestService for Streamer {
         &self,
         _: Request<Streaming<pb::StreamingOutputCallRequest>>,
     ) -> Result<Response<Replies>, Status> {
-        Err(Status::unimplemented("only StreamingOutputCall"))
+        Err(Status::unimplemented(
+            "only StreamingOutputCall and StreamingInputCall",
+        ))
     }
 
     type HalfDuplexCallStream = Replies;
@@ -72,7 +86,9 @@ impl TestService for Streamer {
         &self,
         _: Request<Streaming<pb::StreamingOutputCallRequest>>,
     ) -> Result<Response<Replies>, Status> {
-        Err(Status::unimplemented("only StreamingOutputCall"))
+        Err(Status::unimplemented(
+            "only StreamingOutputCall and StreamingInputCall",
+        ))
     }
 
     async fn unimplemented_call(
