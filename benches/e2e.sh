@@ -17,7 +17,14 @@
 #                                  # against tonic_streaming_server, CPU per reply message
 #   bash benches/e2e.sh web        # gRPC-Web unary over HTTP/2 and HTTP/1.1 (h2load --h1),
 #                                  # against tonic with tonic-web and accept_http1
+#   bash benches/e2e.sh large      # unary calls of 1 MiB each way, one connection x 4 streams
+#   bash benches/e2e.sh clientstream  # client streaming: 1,000 messages of 100 bytes a call,
+#                                  # interop_server on both engines against tonic_streaming_server
+#   bash benches/e2e.sh idle       # server memory (VmRSS) per idle connection: 1,000 connections
+#                                  # that made one call each (benches/idle_connections.py)
 #
+# `streaming`, `large`, `clientstream` and `idle` run fastgrpc on both engines beside tonic,
+# and end with each server's median over the rounds and its ratio to tonic's.
 # `slow`, `busy`, `mixed` and `heavy` run fastgrpc's default (adaptive inline) beside
 # `--no-inline`, `--always-inline` and tonic. `slow` and `mixed` use examples/load_probe.rs,
 # which times each answer (h2load reports no first-answer time and one latency for all calls).
@@ -31,10 +38,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 rounds=${ROUNDS:-3}
-port=50061
+# PORT=N: another port, for two runs on one machine (each run stops its servers by pid).
+port=${PORT:-50061}
 body=$(mktemp)
 log=$(mktemp)
-trap 'rm -f "$body" "$log"' EXIT
+# The figures of every run, one line each (`medians` reads them), and the reply a mode expects.
+results=$(mktemp)
+want=$(mktemp)
+check=
+trap 'rm -f "$body" "$log" "$results" "$want"' EXIT
 # HelloRequest { name: "world" } in one gRPC frame.
 printf '\x00\x00\x00\x00\x07\x0a\x05world' > "$body"
 
@@ -54,19 +66,113 @@ wait_for_port() {
   echo "server did not start" >&2; return 1
 }
 
-# stream_run NAME PID: the streaming load against the server PID just started; reports server
-# CPU per reply message.
+# check_reply URL: when a mode set `check`, one call with nghttp first, outside the measured
+# window: h2load counts any HTTP 200 as a success, a gRPC error in the trailers included, so the
+# reply must be the bytes in "$want" and the trailers must say grpc-status 0.
+check_reply() {
+  [[ -n "$check" ]] || return 0
+  local url=$1 got
+  got=$(mktemp)
+  timeout 30 nghttp -d "$body" "${request_args[@]}" "$url" > "$got" || true
+  cmp -s "$got" "$want" || echo "$url: not the expected reply ($(stat -c %s "$got") bytes)" >&2
+  timeout 30 nghttp -v -d "$body" "${request_args[@]}" "$url" | grep -aq 'grpc-status: 0$' ||
+    echo "$url: no grpc-status 0 in the trailers" >&2
+  rm -f "$got"
+}
+
+# stream_run NAME PID URL CALLS MESSAGES: CALLS streaming calls of MESSAGES messages each
+# (replies or requests, as the body asks), 8 at a time on one connection, against the server
+# PID just started; reports server CPU per call and per message.
 stream_run() {
-  local name=$1 pid=$2
+  local name=$1 pid=$2 url=$3 calls=$4 messages=$5
   wait_for_port
+  check_reply "$url"
   read -r u1 s1 < <(awk '{print $14, $15}' "/proc/$pid/stat")
   local out
-  out=$(taskset -c 1 timeout 120 h2load -n 2000 -c 1 -m 8 -d "$body" "${request_args[@]}" "$stream_path")
+  out=$(taskset -c 1 timeout 120 h2load -n "$calls" -c 1 -m 8 -d "$body" "${request_args[@]}" \
+    "$url")
   read -r u2 s2 < <(awk '{print $14, $15}' "/proc/$pid/stat")
   kill -INT "$pid"; wait "$pid" 2>/dev/null || true
-  grep -q "2000 succeeded" <<<"$out" || { echo "$name: not every call succeeded" >&2; echo "$out" >&2; }
-  python3 -c "import sys; t=int(sys.argv[2])/int(sys.argv[3]); print(f'{sys.argv[1]:<34} server CPU {t*1e6/2000000:6.3f} us/message, {t:5.2f} s in all')" \
-    "$name" "$((u2 - u1 + s2 - s1))" "$(getconf CLK_TCK)"
+  grep -q "$calls succeeded" <<<"$out" || { echo "$name: not every call succeeded" >&2; echo "$out" >&2; }
+  python3 - "$results" "$name" "$((u2 - u1 + s2 - s1))" "$(getconf CLK_TCK)" "$calls" \
+    "$messages" <<'PY'
+import sys
+results, name, ticks, hz, calls, messages = sys.argv[1], sys.argv[2], *map(int, sys.argv[3:])
+t = ticks / hz
+per_call, per_message = t * 1e6 / calls, t * 1e6 / (calls * messages)
+print(f"{name:<34} server CPU {per_call:8.1f} us/call, {per_message:6.3f} us/message, "
+      f"{t:5.2f} s in all")
+with open(results, "a") as out:
+    out.write(f"{name}\tCPU us/call\t{per_call}\tCPU us/message\t{per_message}\n")
+PY
+}
+
+# idle_run NAME -- SERVER_COMMAND...: the server's VmRSS growth per idle connection, measured
+# by benches/idle_connections.py (1,000 connections, one call each, then idle).
+idle_run() {
+  local name=$1; shift 2
+  taskset -c 0 "$@" >/dev/null 2>&1 &
+  local pid=$!
+  wait_for_port
+  local out
+  out=$(taskset -c 1 timeout 90 python3 benches/idle_connections.py --port "$port" --pid "$pid" \
+    --connections 1000 --name "$name") || echo "$name: the idle client failed" >&2
+  kill -INT "$pid"; wait "$pid" 2>/dev/null || true
+  [[ -n "$out" ]] || return 0
+  echo "$out"
+  local kib
+  kib=$(grep -oE '[-0-9.]+ KiB/connection' <<<"$out" | cut -d' ' -f1)
+  printf '%s\tKiB/connection\t%s\n' "$name" "$kib" >> "$results"
+}
+
+# medians: each server's median over the rounds of every figure recorded in "$results", and
+# its ratio to tonic's median of that figure.
+medians() {
+  python3 - "$results" <<'PY'
+import re, statistics, sys
+servers = {}
+for line in open(sys.argv[1]):
+    name, *figures = line.rstrip("\n").split("\t")
+    server = servers.setdefault(re.sub(r" \(round \d+\)$", "", name), {})
+    for label, value in zip(figures[::2], figures[1::2]):
+        server.setdefault(label, []).append(float(value))
+tonic = next((figures for name, figures in servers.items() if "tonic" in name), {})
+show = lambda value: f"{value:.0f}" if abs(value) >= 100 else f"{value:.3f}"
+for name, figures in servers.items():
+    parts = []
+    for label, values in figures.items():
+        median = statistics.median(values)
+        ratio = median / statistics.median(tonic[label]) if tonic.get(label) else float("nan")
+        parts.append(f"{label} {show(median)} ({ratio:.2f}x tonic)")
+    print(f"{'median ' + name:<34} " + ", ".join(parts))
+PY
+}
+
+# make_body large|clientstream: the request body h2load sends (gRPC frames: a flag byte, a
+# 4-byte big-endian length, the protobuf message) and, in "$want", the reply expected.
+make_body() {
+  python3 - "$1" "$body" "$want" <<'PY'
+import sys
+def varint(n):
+    out = b""
+    while n >= 0x80:
+        out, n = out + bytes([n & 0x7F | 0x80]), n >> 7
+    return out + bytes([n])
+field = lambda number, value: bytes([number << 3 | 2]) + varint(len(value)) + value
+frame = lambda message: b"\0" + len(message).to_bytes(4, "big") + message
+kind, body, want = sys.argv[1:]
+if kind == "large":
+    # HelloRequest { name } of 1 MiB; the greeters answer "Hello {name}!".
+    name = b"x" * (1 << 20)
+    request, reply = frame(field(1, name)), frame(field(1, b"Hello " + name + b"!"))
+else:
+    # 1,000 StreamingInputCallRequest { payload: Payload { body: 100 bytes } } in one request
+    # body: one call; the reply is StreamingInputCallResponse { aggregated_payload_size }.
+    request = frame(field(1, field(2, bytes(100)))) * 1000
+    reply = frame(b"\x08" + varint(100 * 1000))
+open(body, "wb").write(request)
+open(want, "wb").write(reply)
+PY
 }
 
 # How h2load sends each request: gRPC over HTTP/2 unless a mode says otherwise.
@@ -80,6 +186,7 @@ run() {
   taskset -c "$cpus" "$@" >/dev/null 2>&1 &
   local pid=$!
   wait_for_port
+  check_reply "http://127.0.0.1:$port/helloworld.Greeter/SayHello"
   read -r u1 s1 < <(awk '{print $14, $15}' "/proc/$pid/stat")
   local out
   out=$(taskset -c 1 timeout 120 h2load -n "$n" -c "$c" -m "$m" -d "$body" \
@@ -90,13 +197,15 @@ run() {
   local rps
   rps=$(grep -oE '[0-9.]+ req/s' <<<"$out" | cut -d' ' -f1)
   grep -q "$n succeeded" <<<"$out" || { echo "$name: not every request succeeded" >&2; echo "$out" >&2; }
-  python3 - "$log" "$name" "$n" "$rps" "$((u2 - u1 + s2 - s1))" "$(getconf CLK_TCK)" <<'PY'
+  python3 - "$log" "$name" "$n" "$rps" "$((u2 - u1 + s2 - s1))" "$(getconf CLK_TCK)" "$results" <<'PY'
 import sys
 log, name, n, rps, ticks, hz = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
 lat = sorted(int(line.split()[2]) for line in open(log) if line.strip())
 pick = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))]
 cpu_us = ticks / hz * 1e6 / n
 print(f"{name:<34} {rps:>10.0f} req/s  p50 {pick(0.50):>6} us  p99 {pick(0.99):>6} us  server CPU {cpu_us:6.2f} us/req")
+with open(sys.argv[7], "a") as out:
+    out.write(f"{name}\treq/s\t{rps}\tCPU us/req\t{cpu_us}\n")
 PY
 }
 
@@ -156,19 +265,66 @@ case "${1:-}" in
     # time on one connection; server CPU per reply message is the figure.
     printf '\x00\x00\x00\x0f\xa0' > "$body"
     for _ in $(seq 1000); do printf '\x12\x02\x08\x64' >> "$body"; done
-    stream_path="http://127.0.0.1:$port/grpc.testing.TestService/StreamingOutputCall"
+    url="http://127.0.0.1:$port/grpc.testing.TestService/StreamingOutputCall"
     for round in $(seq "$rounds"); do
       for engine in h2 fastgrpc; do
         FASTGRPC_HTTP2_ENGINE=$engine taskset -c 0 target/release/examples/interop_server \
           --port "$port" >/dev/null 2>&1 &
-        stream_run "fastgrpc $engine engine (round $round)" $!
+        stream_run "fastgrpc $engine engine (round $round)" $! "$url" 2000 1000
       done
       taskset -c 0 target/release/examples/tonic_streaming_server --addr "127.0.0.1:$port" \
         --workers 1 >/dev/null 2>&1 &
-      stream_run "tonic (round $round)" $!
+      stream_run "tonic (round $round)" $! "$url" 2000 1000
     done
+    medians
     exit 0
     ;;
+  large)
+    # 2,000 unary calls of 1 MiB each way (a 1 MiB name, greeted back), 4 at a time on one
+    # connection: both greeters take messages up to 4 MiB by default, as gRPC does.
+    make_body large
+    check=1
+    for round in $(seq "$rounds"); do
+      for engine in h2 fastgrpc; do
+        run "fastgrpc ${engine/fastgrpc/own} engine (round $round)" 2000 1 4 0 -- \
+          "${fastgrpc[@]}" --workers 1 --http2-engine "$engine"
+      done
+      run "tonic (round $round)" 2000 1 4 0 -- "${tonic[@]}" --workers 1
+    done
+    medians
+    exit 0 ;;
+  clientstream)
+    # Client streaming: 10,000 StreamingInputCalls of 1,000 messages of 100 bytes, 8 at a time
+    # on one connection (that many: CPU is read in ticks of 10 ms). interop_server builds its
+    # runtime with Runtime::new(), which takes its worker count from TOKIO_WORKER_THREADS.
+    make_body clientstream
+    check=1
+    url="http://127.0.0.1:$port/grpc.testing.TestService/StreamingInputCall"
+    for round in $(seq "$rounds"); do
+      for engine in h2 fastgrpc; do
+        FASTGRPC_HTTP2_ENGINE=$engine TOKIO_WORKER_THREADS=1 taskset -c 0 \
+          target/release/examples/interop_server --port "$port" >/dev/null 2>&1 &
+        stream_run "fastgrpc ${engine/fastgrpc/own} engine (round $round)" $! "$url" \
+          10000 1000
+      done
+      taskset -c 0 target/release/examples/tonic_streaming_server --addr "127.0.0.1:$port" \
+        --workers 1 >/dev/null 2>&1 &
+      stream_run "tonic (round $round)" $! "$url" 10000 1000
+    done
+    medians
+    exit 0 ;;
+  idle)
+    # 1,000 connections held by one client process (and as many descriptors on the server).
+    [[ $(ulimit -n) -ge 4096 ]] || ulimit -n 4096
+    for round in $(seq "$rounds"); do
+      for engine in h2 fastgrpc; do
+        idle_run "fastgrpc ${engine/fastgrpc/own} engine (round $round)" -- \
+          "${fastgrpc[@]}" --workers 1 --http2-engine "$engine"
+      done
+      idle_run "tonic (round $round)" -- "${tonic[@]}" --workers 1
+    done
+    medians
+    exit 0 ;;
   heavy)
     # One connection, 16 streams, a handler that computes for 200 us; two workers on two cores.
     peers 200 2
