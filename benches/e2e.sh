@@ -270,7 +270,7 @@ case "${1:-}" in
       for engine in h2 fastgrpc; do
         FASTGRPC_HTTP2_ENGINE=$engine taskset -c 0 target/release/examples/interop_server \
           --port "$port" >/dev/null 2>&1 &
-        stream_run "fastgrpc $engine engine (round $round)" $! "$url" 2000 1000
+        stream_run "fastgrpc ${engine/fastgrpc/own} engine (round $round)" $! "$url" 2000 1000
       done
       taskset -c 0 target/release/examples/tonic_streaming_server --addr "127.0.0.1:$port" \
         --workers 1 >/dev/null 2>&1 &
