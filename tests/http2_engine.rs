@@ -265,6 +265,33 @@ async fn window_overflows_are_flow_control_errors() {
     server.stop().await;
 }
 
+/// Streams the client makes us reset (here: a stream window pushed past 2^31-1) waste
+/// streams as surely as its own resets (CVE-2025-8671, "MadeYouReset"): they draw on the
+/// rapid-reset budget, and a client that provokes them in a loop gets GOAWAY
+/// ENHANCE_YOUR_CALM while a new connection is served.
+#[tokio::test]
+async fn provoked_resets_in_a_loop_get_goaway_enhance_your_calm() {
+    let server = server(Server::builder().max_concurrent_streams(100)).await;
+    let mut client = Client::connect(&server).await;
+    let overflow = 0x7fff_ffffu32.to_be_bytes();
+    let mut stream = 1;
+    // Five times the budget (100 streams, refilled at 100 a second), in well under a second.
+    for _ in 0..5 {
+        let mut bytes = Vec::new();
+        for _ in 0..100 {
+            bytes.extend(headers(&server, stream));
+            bytes.extend(raw_frames::frame(WINDOW_UPDATE, 0, stream, &overflow));
+            stream += 2;
+        }
+        if client.send_within(&bytes, Duration::from_secs(1)).await < bytes.len() {
+            break;
+        }
+    }
+    assert_eq!(client.goaway().await.0, ENHANCE_YOUR_CALM);
+    still_serves(&server).await;
+    server.stop().await;
+}
+
 #[tokio::test]
 async fn data_beyond_the_window_is_a_flow_control_error() {
     let server = server(

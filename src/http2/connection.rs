@@ -301,8 +301,9 @@ const MAX_PING_STRIKES: u8 = 2;
 /// (grpc-go's `defaultPingTimeout`).
 const IDLE_PING_INTERVAL: Duration = Duration::from_secs(2 * 60 * 60);
 
-/// How many streams the client may waste, resetting them before their replies end or opening
-/// them past the concurrency limit (CVE-2023-44487, rapid reset): a bucket of
+/// How many streams the client may waste, resetting them before their replies end, making us
+/// reset them, or opening them past the concurrency limit (CVE-2023-44487, rapid reset, and
+/// CVE-2025-8671): a bucket of
 /// `max_concurrent_streams`, refilled at as many per second. An honest client cancels far
 /// fewer; one that opens and resets streams in a loop empties it within a second and gets
 /// GOAWAY `ENHANCE_YOUR_CALM`. A reset stream costs us little (its call is dropped, or never
@@ -901,6 +902,15 @@ where
             self.release_connection(unread_bytes(&state.recv));
             if let Some(shared) = state.shared {
                 shared.end(RecvEnd::Reset(reason));
+            }
+            // A reset the client provoked (a frame that breaks an open stream's rules) wastes
+            // the stream as surely as its own RST_STREAM would (CVE-2025-8671, "MadeYouReset"):
+            // it draws on the same budget.
+            if !self.resets.take() {
+                self.fail(FrameError::Connection(
+                    Reason::ENHANCE_YOUR_CALM,
+                    "too many streams reset or refused",
+                ));
             }
         }
     }
