@@ -24,7 +24,7 @@
 //! (`Builder::inline_budget`).
 //!
 //! `--http2-engine h2|fastgrpc` picks the HTTP/2 implementation (`Builder::http2_engine`;
-//! default: the h2 crate, or what `FASTGRPC_HTTP2_ENGINE` says).
+//! default: fastgrpc's own, or the h2 crate if `FASTGRPC_HTTP2_ENGINE=h2`).
 //!
 //! gRPC-Web is served on the same port (over HTTP/2, and over HTTP/1.1 for browsers);
 //! `--no-http1` serves HTTP/2 only (`Builder::accept_http1(false)`). Pages of any origin may

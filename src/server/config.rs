@@ -55,20 +55,20 @@ pub(crate) struct PingPolicy {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Http2Engine {
-    /// The `h2` crate, driven directly (the default for now).
+    /// The `h2` crate, driven directly: the engine fastgrpc served with first, kept
+    /// selectable while its replacement proves itself in deployments.
     H2Crate,
-    /// fastgrpc's own connection, built for gRPC (in development: it becomes the default
-    /// once it passes every suite the h2 engine passes).
+    /// fastgrpc's own connection, built for gRPC (the default).
     Fastgrpc,
 }
 
 impl Http2Engine {
-    /// The default: `H2Crate`, unless the environment variable `FASTGRPC_HTTP2_ENGINE` says
-    /// `fastgrpc` (or `h2`), so a whole test suite can run on either engine unchanged.
+    /// The default: `Fastgrpc`, unless the environment variable `FASTGRPC_HTTP2_ENGINE` says
+    /// `h2`, so a whole test suite can run on either engine unchanged.
     fn from_env() -> Http2Engine {
         match std::env::var("FASTGRPC_HTTP2_ENGINE").as_deref() {
-            Ok("fastgrpc") => Http2Engine::Fastgrpc,
-            _ => Http2Engine::H2Crate,
+            Ok("h2") => Http2Engine::H2Crate,
+            _ => Http2Engine::Fastgrpc,
         }
     }
 }

@@ -211,8 +211,9 @@ impl Builder {
         self
     }
 
-    /// Which HTTP/2 implementation serves connections (default: [`Http2Engine::H2Crate`], or
-    /// what `FASTGRPC_HTTP2_ENGINE` says). HTTP/1.1 is served by hyper either way.
+    /// Which HTTP/2 implementation serves connections (default: [`Http2Engine::Fastgrpc`], or
+    /// [`Http2Engine::H2Crate`] if `FASTGRPC_HTTP2_ENGINE=h2`). HTTP/1.1 is served by hyper
+    /// either way.
     pub fn http2_engine(mut self, engine: Http2Engine) -> Self {
         self.connection.engine = engine;
         self
