@@ -58,15 +58,15 @@ pub(crate) struct Reused {
 /// A value the last request had is shared with it; any other is copied once, into one buffer
 /// (`text`), and the head's URI parts and header values are slices of it: at most one
 /// allocation for all of them.
-#[derive(Default)]
-pub(crate) struct RequestHead {
+pub(crate) struct RequestHead<'r> {
     method: Option<Method>,
     scheme: Option<http::uri::Scheme>,
     authority: Option<UriPart>,
     path: Option<UriPart>,
     text: BytesMut,
-    /// Regular fields, in order (in `reused.fields`), and the recent values.
-    reused: Reused,
+    /// Regular fields, in order (in `reused.fields`), and the recent values: the connection's,
+    /// borrowed (a head is decoded and built in one go).
+    reused: &'r mut Reused,
     content_length: Option<u64>,
     /// A regular field has been seen: pseudo-fields may no longer come.
     regular: bool,
@@ -117,7 +117,7 @@ fn connection_specific(name: &[u8]) -> bool {
     )
 }
 
-impl RequestHead {
+impl<'r> RequestHead<'r> {
     /// Takes one decoded field.
     pub(crate) fn field(&mut self, name: &[u8], value: &[u8]) {
         if self.malformed.is_some() {
@@ -208,11 +208,18 @@ impl RequestHead {
     }
 
     /// A head that reuses what the connection's last head handed on.
-    pub(crate) fn reusing(mut reused: Reused) -> RequestHead {
+    pub(crate) fn reusing(reused: &'r mut Reused) -> RequestHead<'r> {
         reused.fields.clear();
         RequestHead {
+            method: None,
+            scheme: None,
+            authority: None,
+            path: None,
+            text: BytesMut::new(),
             reused,
-            ..RequestHead::default()
+            content_length: None,
+            regular: false,
+            malformed: None,
         }
     }
 
@@ -226,27 +233,16 @@ impl RequestHead {
         start..self.text.len()
     }
 
-    /// The request head, once the whole block is decoded, and what the next head reuses.
-    pub(crate) fn finish(
-        mut self,
-    ) -> (
-        Result<(http::request::Parts, Option<u64>), Malformed>,
-        Reused,
-    ) {
-        let mut reused = std::mem::take(&mut self.reused);
-        let head = self.build(&mut reused);
-        reused.fields.clear();
-        (head, reused)
+    /// The request head, once the whole block is decoded. (A request refused or ignored
+    /// without its head just drops its `RequestHead`: what the next one reuses stays.)
+    pub(crate) fn finish(self) -> Result<(http::request::Parts, Option<u64>), Malformed> {
+        self.build()
     }
 
-    /// What the next head reuses, from a request refused or ignored without its head.
-    pub(crate) fn into_reused(self) -> Reused {
-        self.reused
-    }
-
-    /// Builds the head; the names are moved out of `reused.fields`, which is left to be
-    /// cleared, and this request's values become the recent ones.
-    fn build(self, reused: &mut Reused) -> Result<(http::request::Parts, Option<u64>), Malformed> {
+    /// Builds the head; the names are moved out of `reused.fields`, and this request's values
+    /// become the recent ones.
+    fn build(self) -> Result<(http::request::Parts, Option<u64>), Malformed> {
+        let reused = self.reused;
         if let Some(why) = self.malformed {
             return Err(why);
         }
@@ -376,11 +372,12 @@ mod tests {
     use super::*;
 
     fn head(fields: &[(&str, &str)]) -> Result<(http::request::Parts, Option<u64>), Malformed> {
-        let mut head = RequestHead::default();
+        let mut reused = Reused::default();
+        let mut head = RequestHead::reusing(&mut reused);
         for (name, value) in fields {
             head.field(name.as_bytes(), value.as_bytes());
         }
-        head.finish().0
+        head.finish()
     }
 
     const GRPC: [(&str, &str); 5] = [
@@ -458,13 +455,13 @@ mod tests {
         );
     }
 
-    fn reusing(reused: Reused, fields: &[(&str, &str)]) -> (http::request::Parts, Reused) {
-        let mut head = RequestHead::reusing(reused);
+    fn reusing(mut reused: Reused, fields: &[(&str, &str)]) -> (http::request::Parts, Reused) {
+        let mut head = RequestHead::reusing(&mut reused);
         for (name, value) in fields {
             head.field(name.as_bytes(), value.as_bytes());
         }
-        let (parts, reused) = head.finish();
-        (parts.unwrap().0, reused)
+        let parts = head.finish().unwrap().0;
+        (parts, reused)
     }
 
     fn content_type(parts: &http::request::Parts) -> *const u8 {
