@@ -28,6 +28,7 @@ use http_body::Body as _;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::{Instant, Sleep};
 
+use super::buffers;
 use super::frame::{self, Frame, FrameError, HEAD_LEN, Head, Reason, Settings};
 use super::hpack::{self, Decoded};
 use super::request::{RequestHead, Reused, Trailers};
@@ -349,7 +350,7 @@ where
         handshake_deadline: Instant,
     ) -> Connection<IO> {
         let config = &shared.connection;
-        let mut write_buf = BytesMut::with_capacity(16 * 1024);
+        let mut write_buf = BytesMut::with_capacity(buffers::INITIAL);
         Settings {
             header_table_size: None,
             enable_push: Some(false),
@@ -366,7 +367,7 @@ where
         let now = Instant::now();
         Connection {
             io,
-            read_buf: BytesMut::with_capacity(16 * 1024),
+            read_buf: BytesMut::with_capacity(buffers::INITIAL),
             write_buf,
             decoder: hpack::Decoder::new(hpack::DEFAULT_TABLE_SIZE),
             encoder: hpack::Encoder::default(),
@@ -459,6 +460,13 @@ where
     pub(crate) fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Ended> {
         let budget = self.shared.connection.inline_budget;
         let mut serving_since = None;
+        // Buffers given back while the connection was idle.
+        if self.read_buf.capacity() == 0 {
+            self.read_buf = buffers::take();
+        }
+        if self.write_buf.capacity() == 0 {
+            self.write_buf = buffers::take();
+        }
         for _ in 0..16 {
             self.outbox.register(cx.waker());
             self.take_outbox(cx);
@@ -511,6 +519,11 @@ where
             // pending has registered the waker; one that emptied the buffer lets us read.
             let may_read = read_skipped && self.write_buf.len() < WRITE_HIGH_WATER;
             if drained && !may_read && self.queue.is_empty() && self.ready.is_empty() {
+                if self.read_buf.is_empty() && self.write_buf.is_empty() {
+                    // Nothing half-read or unwritten: an idle connection holds no buffer.
+                    buffers::give_back(std::mem::take(&mut self.read_buf));
+                    buffers::give_back(std::mem::take(&mut self.write_buf));
+                }
                 return Poll::Pending;
             }
         }
@@ -1082,7 +1095,7 @@ where
                 "a client stream with an even id",
             ));
         }
-        let mut head = RequestHead::reusing(std::mem::take(&mut self.reused));
+        let mut head = RequestHead::reusing(&mut self.reused);
         let decoded = self
             .decoder
             .decode(block, max_list, |name, value| head.field(name, value))
@@ -1094,8 +1107,7 @@ where
         let refused = if self.drain == Drain::Final || self.failed.is_some() {
             Some(None)
         } else if id <= self.last_stream {
-            self.on_closed_stream(id, "HEADERS on a closed stream");
-            Some(None)
+            Some(Some(Reason::STREAM_CLOSED))
         } else if depends_on_itself {
             Some(Some(Reason::PROTOCOL_ERROR))
         } else if self.streams.len() >= self.shared.connection.max_concurrent_streams as usize {
@@ -1105,9 +1117,13 @@ where
         };
         self.last_stream = self.last_stream.max(id);
         if let Some(reset) = refused {
-            self.reused = head.into_reused();
+            drop(head);
             return match reset {
                 None => Ok(()),
+                Some(Reason::STREAM_CLOSED) => {
+                    self.on_closed_stream(id, "HEADERS on a closed stream");
+                    Ok(())
+                }
                 Some(Reason::REFUSED_STREAM) => {
                     frame::put_rst_stream(&mut self.write_buf, id, Reason::REFUSED_STREAM);
                     self.closed(id, Closed::ByUs);
@@ -1139,14 +1155,12 @@ where
         };
         if decoded == Decoded::TooLarge {
             // 431, as h2 answers (RFC 6585), and the stream ends here.
-            self.reused = head.into_reused();
+            drop(head);
             self.streams.insert(id, stream);
             self.respond(id, too_large_response(), None);
             return Ok(());
         }
-        let (head, reused) = head.finish();
-        self.reused = reused;
-        match head {
+        match head.finish() {
             Ok((parts, content_length)) => {
                 if end_stream && content_length.is_some_and(|length| length != 0) {
                     frame::put_rst_stream(&mut self.write_buf, id, Reason::PROTOCOL_ERROR);

@@ -10,6 +10,7 @@
 //! Selected with `Builder::http2_engine` (the h2 crate's engine stays the default until this
 //! one has passed every suite; see `docs/ARCHITECTURE.md`).
 
+mod buffers;
 mod connection;
 pub(crate) mod frame;
 pub(crate) mod hpack;
