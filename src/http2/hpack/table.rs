@@ -1,5 +1,5 @@
-//! HPACK's two tables (RFC 7541 §2.3): the static one, and the decoder's dynamic one, kept in a
-//! fixed arena so that inserting a header allocates nothing.
+//! HPACK's two tables (RFC 7541 §2.3): the static one, and the decoder's dynamic one, kept in an
+//! arena that grows to a bound, so that inserting a header allocates nothing once it has.
 
 /// The static table, RFC 7541 Appendix A: index `i` is `STATIC[i - 1]`.
 pub(crate) const STATIC: [(&[u8], &[u8]); 61] = [
@@ -85,13 +85,15 @@ struct Entry {
 /// The decoder's dynamic table.
 ///
 /// Entries' bytes sit one after another in `arena`, oldest first, from `entries[0].start` to
-/// `end`. Evicting moves nothing; when an insert would run past the arena's end, the live bytes
-/// are moved to its start first. The arena is twice the largest size the table may ever have
-/// (`capacity`), and live bytes never exceed the current maximum, so a new entry always fits
-/// after at most one move, and a move is paid for by at least as many inserted bytes.
+/// `end`. Evicting moves nothing; when an insert would run past the arena's end, the arena
+/// doubles, up to twice the largest size the table may ever have (`capacity`); at that size the
+/// live bytes are moved to its start instead. Live bytes never exceed the current maximum, so a
+/// new entry always fits after at most one move, and a move is paid for by at least as many
+/// inserted bytes. A connection whose client indexes little (or nothing) holds an arena of what
+/// it indexed, not 2 x 4 KiB.
 #[derive(Debug)]
 pub(crate) struct DynamicTable {
-    arena: Box<[u8]>,
+    arena: Vec<u8>,
     end: usize,
     /// Oldest first; HPACK's index 62 is the newest, the last.
     entries: std::collections::VecDeque<Entry>,
@@ -106,9 +108,9 @@ pub(crate) struct DynamicTable {
 impl DynamicTable {
     pub(crate) fn new(capacity: usize) -> DynamicTable {
         DynamicTable {
-            arena: vec![0; 2 * capacity].into_boxed_slice(),
+            arena: Vec::new(),
             end: 0,
-            entries: std::collections::VecDeque::with_capacity(capacity / ENTRY_OVERHEAD),
+            entries: std::collections::VecDeque::new(),
             size: 0,
             max_size: capacity,
             capacity,
@@ -164,7 +166,14 @@ impl DynamicTable {
         self.evict_to(self.max_size - size);
         let len = name.len() + value.len();
         if self.end + len > self.arena.len() {
-            self.compact();
+            let most = 2 * self.capacity;
+            if self.arena.len() < most {
+                let grown = (2 * self.arena.len()).max(self.end + len).max(256).min(most);
+                self.arena.resize(grown, 0);
+            }
+            if self.end + len > self.arena.len() {
+                self.compact();
+            }
         }
         let start = self.end;
         self.arena[start..start + name.len()].copy_from_slice(name);
