@@ -268,8 +268,9 @@ case "${1:-}" in
     url="http://127.0.0.1:$port/grpc.testing.TestService/StreamingOutputCall"
     for round in $(seq "$rounds"); do
       for engine in h2 fastgrpc; do
-        FASTGRPC_HTTP2_ENGINE=$engine taskset -c 0 target/release/examples/interop_server \
-          --port "$port" >/dev/null 2>&1 &
+        # One worker, as tonic_streaming_server gets (interop_server takes tokio's default).
+        FASTGRPC_HTTP2_ENGINE=$engine TOKIO_WORKER_THREADS=1 taskset -c 0 \
+          target/release/examples/interop_server --port "$port" >/dev/null 2>&1 &
         stream_run "fastgrpc ${engine/fastgrpc/own} engine (round $round)" $! "$url" 2000 1000
       done
       taskset -c 0 target/release/examples/tonic_streaming_server --addr "127.0.0.1:$port" \

@@ -221,70 +221,17 @@ enum Kind {
         message: Option<Bytes>,
         trailers: Option<HeaderMap>,
     },
-    /// Messages as the stream yields them (small ones that are ready together packed into
-    /// one frame), then trailers built from how it ended.
+    /// Messages as the stream yields them (those ready together already in one buffer, see
+    /// `handler::streaming`), then trailers built from how it ended.
     Streaming {
         frames: FrameStream,
         /// Trailing metadata the handler attached, sent with the final status.
         metadata: HeaderMap,
-        /// What the stream yielded after a packed frame was full: the next to hand out.
-        held: Option<Result<Bytes, Status>>,
-        /// The stream ended while a packed frame was being filled: the trailers come next.
-        ended: bool,
         /// Set once the trailers were handed out.
         done: bool,
     },
     /// Whatever a hosted tower service (a tonic server, say) answered, sent as it is.
     Body(tonic::body::Body),
-}
-
-/// Messages smaller than this that a reply stream has ready together go out as one frame, of
-/// at most about this size (the smallest maximum frame size HTTP/2 allows): a stream of small
-/// messages costs its connection one frame per batch, not one per message. Larger messages
-/// are handed out as they are, never copied.
-const PACK_BELOW: usize = 16 * 1024;
-
-/// `first`, and after it every small message `frames` has ready, packed into one buffer
-/// while it stays under [`PACK_BELOW`]. What comes after that is kept for the next frame:
-/// a message that does not fit in `held`, the stream's end in `ended`.
-fn pack(
-    first: Bytes,
-    frames: &mut FrameStream,
-    cx: &mut Context<'_>,
-    held: &mut Option<Result<Bytes, Status>>,
-    ended: &mut bool,
-) -> Bytes {
-    if first.len() >= PACK_BELOW {
-        return first;
-    }
-    let mut packed: Option<bytes::BytesMut> = None;
-    loop {
-        let length = packed.as_ref().map_or(first.len(), bytes::BytesMut::len);
-        if length >= PACK_BELOW {
-            break;
-        }
-        match frames.as_mut().poll_next(cx) {
-            Poll::Pending => break,
-            Poll::Ready(Some(Ok(next))) if length + next.len() <= PACK_BELOW => {
-                packed
-                    .get_or_insert_with(|| {
-                        let mut packed = bytes::BytesMut::with_capacity(PACK_BELOW);
-                        packed.extend_from_slice(&first);
-                        packed
-                    })
-                    .extend_from_slice(&next);
-            }
-            Poll::Ready(Some(next)) => {
-                *held = Some(next);
-                break;
-            }
-            Poll::Ready(None) => {
-                *ended = true;
-                break;
-            }
-        }
-    }
-    packed.map_or(first, bytes::BytesMut::freeze)
 }
 
 /// A response body as the connection driver sends it.
@@ -325,8 +272,6 @@ impl ResponseBody {
             kind: Kind::Streaming {
                 frames,
                 metadata,
-                held: None,
-                ended: false,
                 done: false,
             },
         }
@@ -390,20 +335,10 @@ impl http_body::Body for ResponseBody {
             Kind::Streaming {
                 frames,
                 metadata,
-                held,
-                ended,
                 done,
             } => {
-                let next = match held.take() {
-                    Some(next) => Some(next),
-                    None if *ended => None,
-                    None => ready!(frames.as_mut().poll_next(cx)),
-                };
-                let end = match next {
-                    Some(Ok(message)) => {
-                        let data = pack(message, frames, cx, held, ended);
-                        return Poll::Ready(Some(Ok(Frame::data(data))));
-                    }
+                let end = match ready!(frames.as_mut().poll_next(cx)) {
+                    Some(Ok(frame)) => return Poll::Ready(Some(Ok(Frame::data(frame)))),
                     Some(Err(status)) => status::trailers(&status, std::mem::take(metadata)),
                     None => status::ok_trailers(std::mem::take(metadata)),
                 };
@@ -447,96 +382,5 @@ impl fmt::Debug for ResponseBody {
                 .finish_non_exhaustive(),
             Kind::Body(body) => f.debug_tuple("ResponseBody::Body").field(body).finish(),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Every frame the body has ready now, until it is pending or has ended.
-    fn ready_frames(body: &mut ResponseBody) -> Vec<Frame<Bytes>> {
-        let mut cx = Context::from_waker(std::task::Waker::noop());
-        let mut frames = Vec::new();
-        while let Poll::Ready(Some(frame)) = Pin::new(&mut *body).poll_frame(&mut cx) {
-            frames.push(frame.unwrap());
-        }
-        frames
-    }
-
-    fn body_of(messages: Vec<Result<Bytes, Status>>, then_pending: bool) -> ResponseBody {
-        let ready = futures_util::stream::iter(messages);
-        let frames: FrameStream = if then_pending {
-            Box::pin(futures_util::StreamExt::chain(
-                ready,
-                futures_util::stream::pending(),
-            ))
-        } else {
-            Box::pin(ready)
-        };
-        ResponseBody::streaming(frames, HeaderMap::new())
-    }
-
-    fn data_lengths(frames: &[Frame<Bytes>]) -> Vec<usize> {
-        frames
-            .iter()
-            .filter_map(|frame| frame.data_ref().map(Bytes::len))
-            .collect()
-    }
-
-    #[test]
-    fn small_messages_ready_together_go_out_as_frames_of_at_most_16_kib() {
-        let message = Bytes::from(vec![7u8; 1000]);
-        let mut body = body_of(vec![Ok(message.clone()); 40], false);
-        let frames = ready_frames(&mut body);
-        assert_eq!(data_lengths(&frames), [16_000, 16_000, 8_000]);
-        assert!(frames[0].data_ref().unwrap().iter().all(|&b| b == 7));
-        let trailers = frames
-            .last()
-            .unwrap()
-            .trailers_ref()
-            .expect("trailers last");
-        assert_eq!(trailers["grpc-status"], "0");
-        assert!(body.is_end_stream());
-    }
-
-    #[test]
-    fn a_large_message_is_not_copied_and_order_is_kept() {
-        let large = Bytes::from(vec![1u8; PACK_BELOW]);
-        let small = Bytes::from_static(b"ab");
-        let mut body = body_of(
-            vec![
-                Ok(small.clone()),
-                Ok(small.clone()),
-                Ok(large.clone()),
-                Ok(small.clone()),
-            ],
-            true,
-        );
-        let frames = ready_frames(&mut body);
-        assert_eq!(data_lengths(&frames), [4, PACK_BELOW, 2]);
-        assert_eq!(
-            frames[1].data_ref().unwrap().as_ptr(),
-            large.as_ptr(),
-            "handed on as it is"
-        );
-        assert!(!body.is_end_stream(), "the stream is still open");
-    }
-
-    #[test]
-    fn an_error_after_packed_messages_ends_with_its_status_after_them() {
-        let mut body = body_of(
-            vec![
-                Ok(Bytes::from_static(b"a")),
-                Ok(Bytes::from_static(b"b")),
-                Err(Status::aborted("stop")),
-            ],
-            false,
-        );
-        let frames = ready_frames(&mut body);
-        assert_eq!(data_lengths(&frames), [2]);
-        assert_eq!(frames[0].data_ref().unwrap(), &b"ab"[..]);
-        assert_eq!(frames[1].trailers_ref().unwrap()["grpc-status"], "10");
-        assert_eq!(frames.len(), 2);
     }
 }

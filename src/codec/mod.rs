@@ -132,11 +132,7 @@ pub(crate) fn encode_reply<M: Message>(
     max_message_size: usize,
 ) -> Result<Bytes, Status> {
     let len = message.encoded_len();
-    if len > max_message_size {
-        return Err(Status::resource_exhausted(format!(
-            "response message of {len} bytes is larger than the limit of {max_message_size} bytes"
-        )));
-    }
+    check_reply_size(len, max_message_size)?;
     let Some(encoding) = encoding else {
         return encode_plain(message, len);
     };
@@ -189,18 +185,48 @@ pub fn encode<M: Message>(message: &M) -> Result<Bytes, Status> {
     encode_plain(message, message.encoded_len())
 }
 
+/// `RESOURCE_EXHAUSTED` for a reply message of `len` bytes above `max_message_size`.
+pub(crate) fn check_reply_size(len: usize, max_message_size: usize) -> Result<(), Status> {
+    if len > max_message_size {
+        return Err(Status::resource_exhausted(format!(
+            "response message of {len} bytes is larger than the limit of {max_message_size} bytes"
+        )));
+    }
+    Ok(())
+}
+
 /// Encodes `message`, whose encoded length is `len`, as one uncompressed frame.
 fn encode_plain<M: Message>(message: &M, len: usize) -> Result<Bytes, Status> {
-    let Ok(declared) = u32::try_from(len) else {
-        return Err(Status::resource_exhausted(format!(
-            "response message of {len} bytes does not fit a gRPC frame"
-        )));
-    };
+    let declared = declared_len(len)?;
     Ok(arena::frame(FRAME_HEADER_LEN + len, |buf| {
-        buf.put_u8(0);
-        buf.put_u32(declared);
-        message.encode_raw(buf);
+        put_plain(message, declared, buf)
     }))
+}
+
+/// Appends `message`, whose encoded length is `len`, to `out` as one uncompressed frame: how a
+/// reply stream packs the messages it has ready together.
+pub(crate) fn encode_plain_into<M: Message>(
+    message: &M,
+    len: usize,
+    out: &mut BytesMut,
+) -> Result<(), Status> {
+    put_plain(message, declared_len(len)?, out);
+    Ok(())
+}
+
+fn put_plain<M: Message>(message: &M, declared: u32, out: &mut BytesMut) {
+    out.put_u8(0);
+    out.put_u32(declared);
+    message.encode_raw(out);
+}
+
+/// A message length as a frame declares it; one past `u32::MAX` does not fit a frame.
+fn declared_len(len: usize) -> Result<u32, Status> {
+    u32::try_from(len).map_err(|_| {
+        Status::resource_exhausted(format!(
+            "response message of {len} bytes does not fit a gRPC frame"
+        ))
+    })
 }
 
 #[cfg(test)]

@@ -164,10 +164,36 @@ impl ReplyCodec {
         message: &M,
         switch: Option<&MessageCompression>,
     ) -> Result<bytes::Bytes, Status> {
-        let encoding = self
-            .encoding
-            .filter(|_| switch.is_none_or(MessageCompression::is_enabled));
+        let encoding = self.encoding.filter(|_| self.compresses(switch));
         crate::codec::encode_reply(message, encoding, self.max_message_size)
+    }
+
+    /// Whether a reply goes compressed: the call has an encoding, and the handler's switch, if
+    /// it set one, is on.
+    fn compresses(&self, switch: Option<&MessageCompression>) -> bool {
+        self.encoding.is_some() && switch.is_none_or(MessageCompression::is_enabled)
+    }
+
+    /// Appends `message` to `batch` as one frame, if it goes uncompressed and its frame fits
+    /// in `room` bytes; `Ok(false)` leaves `batch` as it was. A message above the limit is
+    /// `RESOURCE_EXHAUSTED`, as [`encode`](Self::encode) has it.
+    fn encode_into<M: prost::Message>(
+        &self,
+        message: &M,
+        switch: Option<&MessageCompression>,
+        batch: &mut bytes::BytesMut,
+        room: usize,
+    ) -> Result<bool, Status> {
+        if self.compresses(switch) {
+            return Ok(false);
+        }
+        let len = message.encoded_len();
+        crate::codec::check_reply_size(len, self.max_message_size)?;
+        if crate::codec::FRAME_HEADER_LEN + len > room {
+            return Ok(false);
+        }
+        crate::codec::encode_plain_into(message, len, batch)?;
+        Ok(true)
     }
 }
 

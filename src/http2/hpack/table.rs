@@ -168,7 +168,10 @@ impl DynamicTable {
         if self.end + len > self.arena.len() {
             let most = 2 * self.capacity;
             if self.arena.len() < most {
-                let grown = (2 * self.arena.len()).max(self.end + len).max(256).min(most);
+                let grown = (2 * self.arena.len())
+                    .max(self.end + len)
+                    .max(256)
+                    .min(most);
                 self.arena.resize(grown, 0);
             }
             if self.end + len > self.arena.len() {
