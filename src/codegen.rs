@@ -17,7 +17,7 @@ pub use crate::handler::{
     HandlerConfig, MethodConfig, MethodCosts, client_streaming, server_streaming, streaming, unary,
     unimplemented_method,
 };
-pub use crate::server::Intercepted;
+pub use crate::service::Intercepted;
 pub use crate::{
     FastFuture, FastService, Interceptor, NamedService, RequestBody, ResponseBody, ResponseFuture,
     RpcFuture, Streaming,

@@ -19,10 +19,11 @@ pub mod http2;
 mod metadata;
 mod response;
 mod server;
+mod service;
 mod spare_maps;
 mod status;
 mod stream;
-mod web;
+mod transport;
 
 #[doc(hidden)]
 pub mod codegen;

@@ -37,11 +37,10 @@ use super::shared::{Finished, Outbox, RecvEnd, StreamShared, StreamWaker, Taken}
 use crate::body::{Outgoing, RequestBody, ResponseBody};
 use crate::deadline::{self, Deadline};
 use crate::handler::{Panic, ResponseFuture, clock, panic_status};
-use crate::server::config::{DRAIN_PROBE, FINAL_GOAWAY_WAIT, SHUTDOWN_PING_WAIT};
-use crate::server::{
-    Activity, ConnectInfo, FastService, Shared, finish_call, give_connect_info, panic_response,
-};
+use crate::server::Shared;
 use crate::status;
+use crate::transport::config::{DRAIN_PROBE, FINAL_GOAWAY_WAIT, SHUTDOWN_PING_WAIT};
+use crate::transport::{Activity, ConnectInfo, Started, finish_call, start_call};
 
 /// The client connection preface (RFC 9113 §3.4).
 pub(crate) const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -1373,26 +1372,10 @@ where
             // The handler owns the whole body now: its window goes back at once.
             self.release_connection(received);
         }
-        if deadline::expired(deadline) {
-            // Its client has stopped waiting: the call is not started.
-            return self.respond(id, crate::response::status(&deadline::exceeded()), None);
-        }
-        let mut request = http::Request::from_parts(parts, body);
-        if let Some(info) = &self.connect_info {
-            give_connect_info(request.extensions_mut(), info);
-        }
-        let service = &self.shared.service;
-        let response = panic::catch_unwind(AssertUnwindSafe(|| service.call(request)))
-            .unwrap_or_else(|panic| ResponseFuture::ok(panic_response(panic)));
-        match response.into_ready() {
-            Ok(Ok(mut response)) => {
-                if deadline::expired(deadline) {
-                    response = crate::response::status(&deadline::exceeded());
-                }
-                self.respond(id, response, deadline);
-            }
-            Ok(Err(never)) => match never {},
-            Err(pending) => {
+        let request = http::Request::from_parts(parts, body);
+        match start_call(&self.shared, self.connect_info.as_ref(), request, deadline) {
+            Started::Ready(response, deadline) => self.respond(id, response, deadline),
+            Started::Pending(pending) => {
                 let stream = self.streams.get_mut(&id).expect("present above");
                 let shared = Arc::clone(
                     stream

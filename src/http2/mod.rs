@@ -25,7 +25,8 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::server::{Activity, ConnectInfo, Shared, drain_reason};
+use crate::server::Shared;
+use crate::transport::{Activity, ConnectInfo, drain_reason};
 use connection::{Connection, Ended};
 pub(crate) use shared::{RecvEnd, StreamShared};
 
@@ -61,7 +62,7 @@ pub(crate) async fn serve<IO>(
     let grace = shared.connection.drain_grace;
     tokio::select! {
         ended = poll_fn(|cx| conn.poll(cx)) => log_end(ended),
-        () = crate::server::sleep_for(grace) => {
+        () = crate::transport::sleep_for(grace) => {
             tracing::debug!("drain grace over; closing the connection with calls in flight");
         }
     }

@@ -5,12 +5,12 @@ use std::fmt;
 
 use tonic::Status;
 
-use super::service::FastService;
+use super::FastService;
+use super::web::{self, Cors, Web};
 use crate::FastFuture;
 use crate::body::RequestBody;
 use crate::handler::ResponseFuture;
 use crate::status;
-use crate::web::{self, Cors, Web};
 use http::HeaderMap;
 
 /// The services a server hosts, looked up by fully-qualified name (`package.Service`).
@@ -111,7 +111,7 @@ fn service_name(path: &str) -> Option<&str> {
 }
 
 /// `application/grpc`, optionally followed by `+format` or `;parameters`.
-pub(super) fn is_grpc_content_type(value: Option<&http::HeaderValue>) -> bool {
+pub(crate) fn is_grpc_content_type(value: Option<&http::HeaderValue>) -> bool {
     let Some(rest) = value.and_then(|v| v.as_bytes().strip_prefix(b"application/grpc")) else {
         return false;
     };

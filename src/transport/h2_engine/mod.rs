@@ -14,33 +14,32 @@
 //! still queued wait for the next poll. A batch of slow calls thus answers as it goes, and
 //! the other connections on the worker are not held up.
 //!
-//! This file accepts streams and starts their calls; `send.rs` writes the responses.
+//! This file accepts streams and starts their calls (`transport::call`); `send.rs` writes the
+//! responses.
 
 use std::collections::VecDeque;
 use std::future::{Future, poll_fn};
-use std::panic::{self, AssertUnwindSafe};
 use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use futures_util::FutureExt;
 use h2::RecvStream;
 use h2::server::{Connection, SendResponse};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::Shared;
-use super::activity::Activity;
+mod send;
+
+use self::send::{pump, send_head, send_inline};
 use super::config::{DRAIN_PROBE, Keepalive, SHUTDOWN_PING_WAIT, drain_reason, sleep_for};
-use super::connect_info::ConnectInfo;
-use super::send::{pump, send_head, send_inline};
-use super::service::FastService;
-use crate::body::{RequestBody, ResponseBody};
+use super::{Activity, ConnectInfo, Started, finish_call, start_call};
+use crate::body::RequestBody;
 use crate::deadline::{self, Deadline};
-use crate::handler::{Panic, ResponseFuture, clock, panic_status};
+use crate::handler::{ResponseFuture, clock};
+use crate::server::Shared;
 
 /// How many accept-and-answer rounds one poll may run before letting other tasks in.
 const ROUNDS_PER_POLL: usize = 16;
@@ -305,46 +304,13 @@ fn serve_stream(
         tracing::debug!(?reason, "client reset the stream before its call started");
         return;
     }
-    if deadline::expired(deadline) {
-        let response = crate::response::status(&deadline::exceeded());
-        return send_inline(response, respond, None, activity, cx);
-    }
-    let (mut parts, recv) = request.into_parts();
-    if let Some(info) = connect_info {
-        give_connect_info(&mut parts.extensions, info);
-    }
+    let (parts, recv) = request.into_parts();
     let request = http::Request::from_parts(parts, take_received(recv, cx));
-    let response = panic::catch_unwind(AssertUnwindSafe(|| shared.service.call(request)))
-        .unwrap_or_else(|panic| ResponseFuture::ok(panic_response(panic)));
-    match response.into_ready() {
-        Ok(Ok(mut response)) => {
-            if deadline::expired(deadline) {
-                response = crate::response::status(&deadline::exceeded());
-            }
+    match start_call(shared, connect_info, request, deadline) {
+        Started::Ready(response, deadline) => {
             send_inline(response, respond, deadline, activity, cx)
         }
-        Ok(Err(never)) => match never {},
-        Err(pending) => activity.spawn(finish_pending(pending, respond, deadline)),
-    }
-}
-
-/// Puts what handlers may read of the connection into a request's extensions.
-pub(crate) fn give_connect_info(extensions: &mut http::Extensions, info: &ConnectInfo) {
-    #[cfg(feature = "tonic-remote-addr")]
-    insert_tonic_connect_info(extensions, info);
-    extensions.insert(info.clone());
-}
-
-/// What tonic's `Request::remote_addr()` and `local_addr()` read: its `TcpConnectInfo`, for a
-/// connection with IP addresses (over TCP, with or without TLS).
-#[cfg(feature = "tonic-remote-addr")]
-fn insert_tonic_connect_info(extensions: &mut http::Extensions, info: &ConnectInfo) {
-    let (local_addr, remote_addr) = (info.local_addr(), info.remote_addr());
-    if local_addr.is_some() || remote_addr.is_some() {
-        extensions.insert(tonic::transport::server::TcpConnectInfo {
-            local_addr,
-            remote_addr,
-        });
+        Started::Pending(pending) => activity.spawn(finish_pending(pending, respond, deadline)),
     }
 }
 
@@ -362,41 +328,6 @@ async fn finish_pending(
     if let Some((stream, body)) = send_head(response, respond) {
         pump(stream, body, deadline).await;
     }
-}
-
-/// Runs a call that did not answer at once to its response, on either engine: `None` when
-/// `reset` (the client resetting the stream) completes first; `DEADLINE_EXCEEDED` when the
-/// deadline passes first or had passed before the task ran (the call then never starts); a
-/// panic becomes `INTERNAL`. The deadline comes back with the response while it still holds
-/// for the reply body.
-pub(crate) async fn finish_call<R: std::fmt::Debug>(
-    response: ResponseFuture,
-    deadline: Option<Deadline>,
-    reset: impl Future<Output = R>,
-) -> Option<(http::Response<ResponseBody>, Option<Deadline>)> {
-    let response = if deadline::expired(deadline) {
-        Ok(Ok(crate::response::status(&deadline::exceeded())))
-    } else {
-        let mut response = pin!(AssertUnwindSafe(response).catch_unwind());
-        // The call first: a handler reading its requests sees a reset as CANCELLED.
-        tokio::select! {
-            biased;
-            response = response.as_mut() => response,
-            reason = reset => {
-                tracing::debug!(?reason, "client reset the stream; dropping its call");
-                return None;
-            }
-            () = deadline::passes(deadline) => Ok(Ok(crate::response::status(&deadline::exceeded()))),
-        }
-    };
-    Some(match response {
-        Ok(Ok(_)) if deadline::expired(deadline) => {
-            (crate::response::status(&deadline::exceeded()), None)
-        }
-        Ok(Ok(response)) => (response, deadline),
-        Ok(Err(never)) => match never {},
-        Err(panic) => (panic_response(panic), None),
-    })
 }
 
 /// The body as far as it has been received; complete if the client has finished sending.
@@ -425,9 +356,4 @@ fn take_received(mut recv: RecvStream, cx: &mut Context<'_>) -> RequestBody {
             }
         }
     }
-}
-
-/// A handler panicked: the call ends with `INTERNAL`; the connection and its other calls live on.
-pub(crate) fn panic_response(panic: Panic) -> http::Response<ResponseBody> {
-    crate::response::status(&panic_status(panic))
 }

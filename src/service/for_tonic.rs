@@ -8,7 +8,7 @@ use bytes::Bytes;
 use tower_service::Service;
 
 use super::from_tower::BoxError;
-use super::service::{FastService, NamedService};
+use super::{FastService, NamedService};
 use crate::FastFuture;
 use crate::body::RequestBody;
 

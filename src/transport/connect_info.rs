@@ -2,7 +2,7 @@
 //! addresses and, over TLS, the client's certificate chain.
 //!
 //! The information is gathered once per connection (one `Arc`) and, when
-//! [`Builder::connect_info`](super::Builder::connect_info) is on, put into each request's
+//! [`Builder::connect_info`](crate::Builder::connect_info) is on, put into each request's
 //! extensions. That insertion is not free: `http::Extensions` boxes its map on first use, so a
 //! request that carried no extension before pays three allocations (the map, its table, the
 //! boxed value), one that already carried a deadline pays one. Hence off by default.
@@ -58,7 +58,7 @@ impl fmt::Debug for Address {
 }
 
 /// The connection a call arrived on, in the request's extensions when
-/// [`Builder::connect_info`](super::Builder::connect_info) is on.
+/// [`Builder::connect_info`](crate::Builder::connect_info) is on.
 ///
 /// Cloning it is one reference count: every call of a connection shares one.
 ///
@@ -174,10 +174,10 @@ impl fmt::Debug for ConnectInfo {
 
 /// A connection that can tell where it comes from. Every connection a server serves implements
 /// it; the server asks once per connection, and only when
-/// [`Builder::connect_info`](super::Builder::connect_info) is on.
+/// [`Builder::connect_info`](crate::Builder::connect_info) is on.
 ///
 /// The default method reports nothing, so an I/O type of your own (for
-/// [`Builder::serve_with_incoming`](super::Builder::serve_with_incoming)) needs one line:
+/// [`Builder::serve_with_incoming`](crate::Builder::serve_with_incoming)) needs one line:
 ///
 /// ```
 /// # use std::{io, pin::Pin, task::{Context, Poll}};

@@ -19,7 +19,7 @@ const ALPN_H2: &[u8] = b"h2";
 
 /// A TLS server configuration made from PEM files: the server's certificate chain and key, and
 /// optionally the roots that client certificates must chain to. [`build`](Self::build) gives
-/// the rustls `ServerConfig` for [`Builder::tls_config`](super::Builder::tls_config); for
+/// the rustls `ServerConfig` for [`Builder::tls_config`](crate::Builder::tls_config); for
 /// anything this does not cover, build a `rustls::ServerConfig` yourself.
 ///
 /// ```no_run
@@ -68,7 +68,7 @@ impl TlsConfig {
     /// Asks every client for a certificate chaining to one of `roots` (PEM `CERTIFICATE`
     /// blocks), and refuses the connection of a client without one, unless
     /// [`client_auth_optional`](Self::client_auth_optional). Handlers find the chain in
-    /// [`ConnectInfo::peer_certs`](super::ConnectInfo::peer_certs).
+    /// [`ConnectInfo::peer_certs`](crate::ConnectInfo::peer_certs).
     pub fn client_ca_pem(mut self, roots: impl AsRef<[u8]>) -> Result<TlsConfig, TlsError> {
         let mut store = RootCertStore::empty();
         for cert in certificates(roots.as_ref(), "the client CA roots")? {
@@ -171,7 +171,7 @@ impl std::error::Error for TlsError {
 }
 
 /// `config` offering HTTP/2 by ALPN, unless it already names its protocols.
-pub(super) fn with_h2_alpn(mut config: ServerConfig) -> ServerConfig {
+pub(crate) fn with_h2_alpn(mut config: ServerConfig) -> ServerConfig {
     if config.alpn_protocols.is_empty() {
         config.alpn_protocols = vec![ALPN_H2.to_vec()];
     }
@@ -180,16 +180,16 @@ pub(super) fn with_h2_alpn(mut config: ServerConfig) -> ServerConfig {
 
 /// What a TLS server's connections share.
 #[derive(Clone)]
-pub(super) struct Acceptor(TlsAcceptor);
+pub(crate) struct Acceptor(TlsAcceptor);
 
 impl Acceptor {
-    pub(super) fn new(config: ServerConfig) -> Self {
+    pub(crate) fn new(config: ServerConfig) -> Self {
         Acceptor(TlsAcceptor::from(Arc::new(config)))
     }
 
     /// Runs the TLS handshake on `io`, giving up at `deadline` or at shutdown. A client that
     /// fails it (a plaintext client, a refused certificate) only loses its own connection.
-    pub(super) async fn accept<IO>(
+    pub(crate) async fn accept<IO>(
         &self,
         io: IO,
         deadline: Instant,

@@ -1,4 +1,26 @@
-//! [`FastService`]: the interface between the connection driver and a gRPC service.
+//! Service composition, above the transports: [`FastService`] (the one interface every
+//! transport calls, and the macro that makes any `FastService` a tower `Service` too), the
+//! [`Dispatcher`] (the router behind the server-wide layers), the router and its gRPC-Web
+//! translation, the tower and tonic bridges, and interceptors. Nothing here knows which
+//! transport or HTTP/2 engine carries a call.
+
+mod dispatch;
+mod for_tonic;
+mod from_tower;
+mod intercept;
+mod router;
+pub(crate) mod web;
+
+pub use self::dispatch::Dispatcher;
+pub(crate) use self::dispatch::{Boxed, Layers};
+pub use self::for_tonic::ForTonic;
+pub(crate) use self::from_tower::FromTower;
+pub use self::from_tower::{BoxError, TowerService};
+pub use self::intercept::{
+    AsyncInterceptor, CalledMethod, Intercepted, Interceptor, async_interceptor,
+};
+pub(crate) use self::router::{GrpcRouter, is_grpc_content_type};
+pub use self::web::Cors;
 
 use crate::body::RequestBody;
 use crate::handler::ResponseFuture;

@@ -1,4 +1,5 @@
-//! The server: a builder of hosted services, the accept loop, and graceful shutdown.
+//! The server: a builder of hosted services and connection settings, which serves them
+//! (`transport`, below) through the router and layers it composes (`service`, above).
 //!
 //! ```no_run
 //! # async fn run(greeter: impl fastgrpc::FastService + fastgrpc::NamedService) -> std::io::Result<()> {
@@ -10,39 +11,14 @@
 //! # }
 //! ```
 
-mod activity;
-pub(crate) mod config;
-mod conn;
-mod connect_info;
-mod dispatch;
-mod for_tonic;
-mod from_tower;
-mod http1;
-mod incoming;
-mod intercept;
-mod router;
-mod send;
-mod service;
-mod sniff;
-#[cfg(feature = "tls")]
-mod tls;
-
-pub(crate) use self::activity::Activity;
-pub use self::activity::ServerStats;
-pub use self::config::Http2Engine;
-pub(crate) use self::config::{drain_reason, sleep_for};
-pub(crate) use self::conn::{finish_call, give_connect_info, panic_response};
-pub use self::connect_info::{Address, ConnectInfo, Connected};
-pub use self::dispatch::Dispatcher;
-pub use self::for_tonic::ForTonic;
-pub use self::from_tower::{BoxError, TowerService};
-pub use self::intercept::{
-    AsyncInterceptor, CalledMethod, Intercepted, Interceptor, async_interceptor,
+pub use crate::service::{
+    AsyncInterceptor, BoxError, CalledMethod, Cors, Dispatcher, FastService, ForTonic, Intercepted,
+    Interceptor, NamedService, TowerService, async_interceptor,
 };
-pub use self::service::{FastService, NamedService};
+pub(crate) use crate::service::{Boxed, GrpcRouter, Layers};
+pub use crate::transport::{Address, ConnectInfo, Connected, Http2Engine, ServerStats};
 #[cfg(feature = "tls")]
-pub use self::tls::{TlsConfig, TlsError};
-pub use crate::web::Cors;
+pub use crate::transport::{TlsConfig, TlsError};
 
 use std::fmt;
 use std::future::Future;
@@ -55,10 +31,11 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tower_layer::Layer;
 
-use self::config::{ConnectionConfig, Keepalive};
-use self::dispatch::{Boxed, Layers};
-use self::from_tower::FromTower;
-use self::router::GrpcRouter;
+use crate::service::FromTower;
+use crate::transport::config::{ConnectionConfig, Keepalive};
+use crate::transport::incoming;
+#[cfg(feature = "tls")]
+use crate::transport::tls;
 
 /// Entry point: `Server::builder()` starts configuring a server.
 #[derive(Debug, Clone, Copy)]
@@ -99,7 +76,7 @@ pub(crate) struct Shared {
     /// Whether each request gets the [`ConnectInfo`] of its connection.
     pub(crate) connect_info: bool,
     #[cfg(feature = "tls")]
-    tls: Option<tls::Acceptor>,
+    pub(crate) tls: Option<tls::Acceptor>,
 }
 
 impl Builder {
@@ -284,7 +261,7 @@ impl Builder {
         min_interval: Duration,
         permit_without_calls: bool,
     ) -> Self {
-        self.connection.ping_policy = config::PingPolicy {
+        self.connection.ping_policy = crate::transport::config::PingPolicy {
             min_interval,
             permit_without_calls,
         };

@@ -14,7 +14,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 
 /// The protocol a connection speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Protocol {
+pub(crate) enum Protocol {
     Http2,
     Http1,
 }
@@ -24,7 +24,7 @@ const PREFACE_START: &[u8; 4] = b"PRI ";
 
 /// Reads the first bytes of `io` until they tell its protocol. `None` if the peer closes the
 /// connection (or it fails) before.
-pub(super) async fn sniff<IO>(mut io: IO) -> Option<(Protocol, Sniffed<IO>)>
+pub(crate) async fn sniff<IO>(mut io: IO) -> Option<(Protocol, Sniffed<IO>)>
 where
     IO: AsyncRead + Unpin,
 {

@@ -20,18 +20,17 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::Sleep;
 use tokio_util::sync::CancellationToken;
 
-use super::Shared;
-use super::conn::{give_connect_info, panic_response};
 use super::connect_info::ConnectInfo;
-use super::router::is_grpc_content_type;
-use super::service::FastService;
+use super::{Started, panic_response, start_call};
 use crate::body::{RequestBody, ResponseBody};
 use crate::deadline;
 use crate::handler::ResponseFuture;
+use crate::server::Shared;
+use crate::service::is_grpc_content_type;
 
 /// Serves `io` over HTTP/1.1 until the peer closes it, or, once `shutdown` fires, until the
 /// request in progress (if any) is answered or the drain grace runs out.
-pub(super) async fn serve<IO>(
+pub(crate) async fn serve<IO>(
     io: IO,
     connect_info: Option<ConnectInfo>,
     shared: Arc<Shared>,
@@ -67,6 +66,9 @@ pub(super) async fn serve<IO>(
 pin_project! {
     /// The answer to one request: the service's response, or `DEADLINE_EXCEEDED` if the call's
     /// deadline passes first. A ready response is taken at the first poll, without a box.
+    /// HTTP/1.1's form of `call::finish_call` (hyper needs a future it can name, and has no
+    /// reset to watch: it drops the future when the client goes), with its rules: an answer
+    /// after the deadline is `DEADLINE_EXCEEDED`, a panic `INTERNAL`.
     struct Answer {
         response: ResponseFuture,
         #[pin]
@@ -78,11 +80,32 @@ impl Future for Answer {
     type Output = Result<http::Response<ResponseBody>, Infallible>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        if let Poll::Ready(response) = Pin::new(this.response).poll(cx) {
-            return Poll::Ready(response);
+        let mut this = self.project();
+        let response = this.response;
+        match panic::catch_unwind(AssertUnwindSafe(|| Pin::new(response).poll(cx))) {
+            Ok(Poll::Ready(Ok(response))) => {
+                let late = this
+                    .deadline
+                    .as_ref()
+                    .get_ref()
+                    .as_ref()
+                    .is_some_and(|deadline| deadline.is_elapsed());
+                return Poll::Ready(Ok(if late {
+                    crate::response::status(&deadline::exceeded())
+                } else {
+                    response
+                }));
+            }
+            Ok(Poll::Ready(Err(never))) => match never {},
+            Ok(Poll::Pending) => {}
+            Err(panic) => return Poll::Ready(Ok(panic_response(panic))),
         }
-        match this.deadline.as_pin_mut().map(|deadline| deadline.poll(cx)) {
+        match this
+            .deadline
+            .as_mut()
+            .as_pin_mut()
+            .map(|deadline| deadline.poll(cx))
+        {
             Some(Poll::Ready(())) => {
                 Poll::Ready(Ok(crate::response::status(&deadline::exceeded())))
             }
@@ -108,15 +131,13 @@ fn answer(
         Ok(deadline) => deadline,
         Err(status) => return ready(crate::response::status(&status)),
     };
-    let (mut parts, body) = request.into_parts();
-    if let Some(info) = connect_info {
-        give_connect_info(&mut parts.extensions, info);
-    }
+    let (parts, body) = request.into_parts();
     let request = http::Request::from_parts(parts, RequestBody::new(body));
-    let response = panic::catch_unwind(AssertUnwindSafe(|| shared.service.call(request)))
-        .unwrap_or_else(|panic| ResponseFuture::ok(panic_response(panic)));
-    Answer {
-        response,
-        deadline: deadline.map(|deadline| tokio::time::sleep_until(deadline.instant())),
+    match start_call(shared, connect_info, request, deadline) {
+        Started::Ready(response, _) => ready(response),
+        Started::Pending(response) => Answer {
+            response,
+            deadline: deadline.map(|deadline| tokio::time::sleep_until(deadline.instant())),
+        },
     }
 }

@@ -11,7 +11,7 @@ use tonic::Status;
 use tower::ServiceExt;
 use tower_service::Service;
 
-use super::service::FastService;
+use super::FastService;
 use crate::FastFuture;
 use crate::body::{RequestBody, ResponseBody};
 use crate::handler::{Contained, ResponseFuture};
@@ -52,7 +52,7 @@ where
 }
 
 /// A tower service served as a [`FastService`]: the way tower services are hosted, the
-/// opposite of [`ForTonic`](super::ForTonic).
+/// opposite of [`ForTonic`](crate::ForTonic).
 pub(crate) struct FromTower<S> {
     /// The service every call clones. tower services need `&mut self` and are often not
     /// `Sync` (tower's concurrency limit is not), so the original sits behind a lock that is

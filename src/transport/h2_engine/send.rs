@@ -15,16 +15,16 @@ use h2::server::SendResponse;
 use http_body::Body;
 use tonic::Status;
 
-use super::activity::Activity;
 use crate::body::{Outgoing, ResponseBody};
 use crate::deadline::{self, Deadline};
 use crate::handler::{Panic, panic_status};
 use crate::status;
+use crate::transport::Activity;
 
 /// Sends a response from the connection's poll: a unary one is queued whole at once (h2
 /// buffers what flow control does not yet allow, bounded by the message size); a streaming one
 /// sends what it has ready now, up to a budget, and is pumped by its own task after that.
-pub(super) fn send_inline(
+pub(crate) fn send_inline(
     response: http::Response<ResponseBody>,
     respond: SendResponse<Bytes>,
     deadline: Option<Deadline>,
@@ -71,7 +71,7 @@ fn send_ready_frames(
 
 /// Sends the head of `response`, and the whole of a unary one; gives back a streaming body
 /// still to be sent.
-pub(super) fn send_head(
+pub(crate) fn send_head(
     response: http::Response<ResponseBody>,
     mut respond: SendResponse<Bytes>,
 ) -> Option<(SendStream<Bytes>, ResponseBody)> {
@@ -109,7 +109,7 @@ fn send_unary_body(
 
 /// Sends a streaming body until it ends, or ends it with `DEADLINE_EXCEEDED` when the deadline
 /// passes first (dropping the handler's stream).
-pub(super) async fn pump(
+pub(crate) async fn pump(
     mut stream: SendStream<Bytes>,
     body: ResponseBody,
     deadline: Option<Deadline>,

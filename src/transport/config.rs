@@ -51,7 +51,7 @@ pub(crate) struct PingPolicy {
 }
 
 /// Which HTTP/2 implementation serves a server's connections
-/// ([`Builder::http2_engine`](super::Builder::http2_engine)).
+/// ([`Builder::http2_engine`](crate::Builder::http2_engine)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Http2Engine {

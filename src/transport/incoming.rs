@@ -19,15 +19,16 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::connect_info::{ConnectInfo, Connected};
-use super::from_tower::BoxError;
 use super::sniff::{Protocol, sniff};
-use super::{Http2Engine, Shared, conn, http1};
+use super::{Http2Engine, h2_engine, http1};
+use crate::server::Shared;
+use crate::service::BoxError;
 
 /// Serves every connection `incoming` yields until `signal` completes, `incoming` ends or it
 /// reports that it can accept no more, then shuts down gracefully: `incoming` is dropped (so a
 /// listener stops taking connections), every connection is told to drain, and this returns
 /// once all have ended, with the error that stopped accepting if one did.
-pub(super) async fn serve<I, IO, E, F>(
+pub(crate) async fn serve<I, IO, E, F>(
     shared: Shared,
     max_connections: Option<usize>,
     incoming: I,
@@ -259,7 +260,9 @@ async fn http2<IO>(
     IO: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
     match shared.connection.engine {
-        Http2Engine::H2Crate => conn::serve(io, info, handshake_deadline, shared, shutdown).await,
+        Http2Engine::H2Crate => {
+            h2_engine::serve(io, info, handshake_deadline, shared, shutdown).await;
+        }
         Http2Engine::Fastgrpc => {
             crate::http2::serve(io, info, handshake_deadline, shared, shutdown).await;
         }

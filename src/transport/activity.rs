@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-/// Live counts of what a server holds: a handle from [`Builder::stats`](super::Builder::stats)
+/// Live counts of what a server holds: a handle from [`Builder::stats`](crate::Builder::stats)
 /// that stays valid while and after the server runs.
 ///
 /// Both counts return to zero once the server has stopped: a task or connection that stayed

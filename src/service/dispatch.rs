@@ -8,15 +8,15 @@ use tower::ServiceExt;
 use tower::util::BoxCloneService;
 use tower_layer::Layer;
 
+use super::FastService;
 use super::from_tower::{BoxError, FromTower, TowerService};
 use super::router::GrpcRouter;
-use super::service::FastService;
 use crate::body::{RequestBody, ResponseBody};
 use crate::handler::ResponseFuture;
 
-/// Everything a [`Builder`](super::Builder) hosts (services, server-wide layers, routing and
+/// Everything a [`Builder`](crate::Builder) hosts (services, server-wide layers, routing and
 /// its HTTP errors) as one service: what each connection calls, and what
-/// [`Builder::into_dispatcher`](super::Builder::into_dispatcher) gives for calls in-process
+/// [`Builder::into_dispatcher`](crate::Builder::into_dispatcher) gives for calls in-process
 /// (tests without sockets, or fastgrpc's routing inside another server). Cheap to clone.
 ///
 /// Transport-level behaviour is not included: `grpc-timeout` and the server's default timeout
@@ -46,7 +46,7 @@ enum Inner {
 }
 
 /// A layer's service, boxed so that the next layer (or the dispatcher) wraps one type.
-pub(super) type Boxed =
+pub(crate) type Boxed =
     BoxCloneService<http::Request<RequestBody>, http::Response<ResponseBody>, BoxError>;
 
 impl FastService for Dispatcher {
@@ -82,12 +82,12 @@ type Wrap = Box<dyn FnOnce(Boxed) -> Boxed + Send>;
 
 /// The layers added to a server's builder, outermost first.
 #[derive(Default)]
-pub(super) struct Layers {
+pub(crate) struct Layers {
     wraps: Vec<Wrap>,
 }
 
 impl Layers {
-    pub(super) fn push<L>(&mut self, layer: L)
+    pub(crate) fn push<L>(&mut self, layer: L)
     where
         L: Layer<Boxed, Service: TowerService> + Send + 'static,
     {
@@ -103,7 +103,7 @@ impl Layers {
     }
 
     /// The dispatcher of `router`: the router itself when there are no layers.
-    pub(super) fn wrap(self, router: GrpcRouter) -> Dispatcher {
+    pub(crate) fn wrap(self, router: GrpcRouter) -> Dispatcher {
         let direct = Dispatcher {
             inner: Arc::new(Inner::Direct(router)),
         };

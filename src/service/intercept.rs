@@ -12,7 +12,7 @@ use std::sync::Arc;
 use tonic::metadata::MetadataMap;
 use tonic::{Request, Status};
 
-use super::service::{FastService, NamedService};
+use super::{FastService, NamedService};
 use crate::FastFuture;
 use crate::body::RequestBody;
 use crate::handler::ResponseFuture;

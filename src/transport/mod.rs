@@ -1,0 +1,26 @@
+//! Connections, below the services: the accept loop every transport shares (`incoming`),
+//! telling HTTP/2 from HTTP/1.1 by a connection's first bytes (`sniff`), TLS, HTTP/1.1 through
+//! hyper (`http1`), the h2 crate's HTTP/2 engine (`h2_engine`; fastgrpc's own is
+//! `crate::http2`), connection settings and limits (`config`), connection and task counts
+//! (`activity`), what handlers may learn of a connection (`connect_info`), and how every
+//! transport starts a call and enforces its deadline (`call`).
+
+mod activity;
+mod call;
+pub(crate) mod config;
+mod connect_info;
+mod h2_engine;
+mod http1;
+pub(crate) mod incoming;
+mod sniff;
+#[cfg(feature = "tls")]
+pub(crate) mod tls;
+
+pub(crate) use self::activity::Activity;
+pub use self::activity::ServerStats;
+pub(crate) use self::call::{Started, finish_call, panic_response, start_call};
+pub use self::config::Http2Engine;
+pub(crate) use self::config::{drain_reason, sleep_for};
+pub use self::connect_info::{Address, ConnectInfo, Connected};
+#[cfg(feature = "tls")]
+pub use self::tls::{TlsConfig, TlsError};
