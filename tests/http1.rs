@@ -88,7 +88,8 @@ fn request(method: &str, content_type: &str, extra: &[(&str, &str)], body: &[u8]
     request_to("UnaryCall", method, content_type, extra, body)
 }
 
-/// An HTTP/1.1 request's bytes, to the test service's method `rpc`.
+/// An HTTP/1.1 request's bytes, to the test service's method `rpc` (or to `rpc` itself, a
+/// path if it starts with `/`).
 fn request_to(
     rpc: &str,
     method: &str,
@@ -96,8 +97,12 @@ fn request_to(
     extra: &[(&str, &str)],
     body: &[u8],
 ) -> Vec<u8> {
+    let path = match rpc.starts_with('/') {
+        true => rpc.to_owned(),
+        false => format!("/grpc.testing.TestService/{rpc}"),
+    };
     let mut head = format!(
-        "{method} /grpc.testing.TestService/{rpc} HTTP/1.1\r\nhost: test\r\n\
+        "{method} {path} HTTP/1.1\r\nhost: test\r\n\
          content-type: {content_type}\r\ncontent-length: {}\r\n",
         body.len()
     );
@@ -430,5 +435,51 @@ async fn a_request_stream_sent_whole_is_served_over_grpc_web() {
     let response = &responses(&raw)[0];
     let reply = StreamingInputCallResponse::decode(&frames_of(&response.body)[0][..]).unwrap();
     assert_eq!(reply.aggregated_payload_size, 12);
+    server.stop().await;
+}
+
+/// A service of its own (not generated, so nothing contained its panic) whose call waits, then
+/// panics.
+struct PanicsAfterWaiting;
+
+impl fastgrpc::NamedService for PanicsAfterWaiting {
+    const NAME: &'static str = "test.Panics";
+}
+
+impl fastgrpc::FastService for PanicsAfterWaiting {
+    fn call(&self, _: http::Request<fastgrpc::RequestBody>) -> fastgrpc::ResponseFuture {
+        fastgrpc::FastFuture::from_future(async {
+            tokio::task::yield_now().await;
+            panic!("the call panicked after waiting")
+        })
+    }
+}
+
+/// A call that panics while it waits ends with `INTERNAL` over HTTP/1.1, as over HTTP/2, and
+/// the connection answers the next request (before, the panic reached hyper's connection task).
+#[tokio::test]
+async fn a_call_that_panics_after_waiting_is_internal_over_http1_and_the_connection_goes_on() {
+    let server = TestServer::start(Server::builder().add_service(PanicsAfterWaiting)).await;
+    let panicking = request_to(
+        "/test.Panics/Call",
+        "POST",
+        "application/grpc-web",
+        &[],
+        &[0; 5],
+    );
+    let mut both = panicking.clone();
+    both.extend(request_to(
+        "/test.Panics/Call",
+        "POST",
+        "application/grpc-web",
+        &[CLOSE],
+        &[0; 5],
+    ));
+    let raw = exchange(&server, &both).await;
+    let answers = responses(&raw);
+    assert_eq!(answers.len(), 2, "both requests answered on one connection");
+    for answer in &answers {
+        assert_eq!(answer.header("grpc-status"), Some("13"), "{answer:?}");
+    }
     server.stop().await;
 }
