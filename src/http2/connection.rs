@@ -31,6 +31,7 @@ use tokio::time::{Instant, Sleep};
 use super::buffers;
 use super::frame::{self, Frame, FrameError, HEAD_LEN, Head, Reason, Settings};
 use super::hpack::{self, Decoded};
+use super::output::Output;
 use super::request::{RequestHead, Reused, Trailers};
 use super::response;
 use super::shared::{Finished, Outbox, RecvEnd, StreamShared, StreamWaker, Taken};
@@ -238,7 +239,8 @@ pub(crate) struct Connection<IO> {
     activity: Arc<Activity>,
     connect_info: Option<ConnectInfo>,
     read_buf: BytesMut,
-    write_buf: BytesMut,
+    /// What is to be written (`out.buf` takes the frames).
+    out: Output,
     decoder: hpack::Decoder,
     encoder: hpack::Encoder,
     streams: HashMap<u32, Stream, StreamIds>,
@@ -367,7 +369,7 @@ where
         Connection {
             io,
             read_buf: BytesMut::with_capacity(buffers::INITIAL),
-            write_buf,
+            out: Output::new(write_buf),
             decoder: hpack::Decoder::new(hpack::DEFAULT_TABLE_SIZE),
             encoder: hpack::Encoder::default(),
             streams: HashMap::default(),
@@ -427,12 +429,12 @@ where
             return;
         }
         frame::put_goaway(
-            &mut self.write_buf,
+            &mut self.out.buf,
             frame::MAX_STREAM_ID,
             Reason::NO_ERROR,
             b"",
         );
-        frame::put_ping(&mut self.write_buf, false, SHUTDOWN_PING);
+        frame::put_ping(&mut self.out.buf, false, SHUTDOWN_PING);
         self.drain = Drain::Announced;
         let now = Instant::now();
         self.ack_timer.as_mut().reset(now + SHUTDOWN_PING_WAIT);
@@ -448,7 +450,7 @@ where
         if self.drain == Drain::Final {
             return;
         }
-        frame::put_goaway(&mut self.write_buf, self.last_stream, Reason::NO_ERROR, b"");
+        frame::put_goaway(&mut self.out.buf, self.last_stream, Reason::NO_ERROR, b"");
         self.drain = Drain::Final;
         self.ack_timer
             .as_mut()
@@ -463,8 +465,8 @@ where
         if self.read_buf.capacity() == 0 {
             self.read_buf = buffers::take();
         }
-        if self.write_buf.capacity() == 0 {
-            self.write_buf = buffers::take();
+        if self.out.buf.capacity() == 0 {
+            self.out.buf = buffers::take();
         }
         for _ in 0..16 {
             self.outbox.register(cx.waker());
@@ -483,7 +485,7 @@ where
                 if self.failed.is_some() {
                     break;
                 }
-                if self.write_buf.len() >= WRITE_HIGH_WATER {
+                if self.out.len() >= WRITE_HIGH_WATER {
                     read_skipped = true;
                     break;
                 }
@@ -516,12 +518,12 @@ where
             }
             // Go round again only if the socket may have more, or work is left. A write still
             // pending has registered the waker; one that emptied the buffer lets us read.
-            let may_read = read_skipped && self.write_buf.len() < WRITE_HIGH_WATER;
+            let may_read = read_skipped && self.out.len() < WRITE_HIGH_WATER;
             if drained && !may_read && self.queue.is_empty() && self.ready.is_empty() {
-                if self.read_buf.is_empty() && self.write_buf.is_empty() {
+                if self.read_buf.is_empty() && self.out.is_empty() {
                     // Nothing half-read or unwritten: an idle connection holds no buffer.
                     buffers::give_back(std::mem::take(&mut self.read_buf));
-                    buffers::give_back(std::mem::take(&mut self.write_buf));
+                    buffers::give_back(std::mem::take(&mut self.out.buf));
                 }
                 return Poll::Pending;
             }
@@ -536,7 +538,7 @@ where
             Some(_) => true,
             None => (self.drain == Drain::Final || self.peer_goaway) && self.streams.is_empty(),
         };
-        if !done || !self.write_buf.is_empty() {
+        if !done || !self.out.is_empty() {
             return None;
         }
         let _ = Pin::new(&mut self.io).poll_shutdown(cx);
@@ -556,12 +558,7 @@ where
             return;
         }
         tracing::debug!(why, ?reason, "HTTP/2 connection error");
-        frame::put_goaway(
-            &mut self.write_buf,
-            self.last_stream,
-            reason,
-            why.as_bytes(),
-        );
+        frame::put_goaway(&mut self.out.buf, self.last_stream, reason, why.as_bytes());
         self.failed = Some((reason, why));
         // Bounded: a peer that does not read may never take the GOAWAY.
         self.ack_timer
@@ -589,21 +586,12 @@ where
         }
     }
 
-    /// Writes the write buffer; streams that waited for room in it go on as it empties.
+    /// Writes the output; streams that waited for room in it go on as it empties.
     fn poll_write(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), String>> {
         loop {
-            let wrote_any = !self.write_buf.is_empty();
-            while !self.write_buf.is_empty() {
-                match Pin::new(&mut self.io).poll_write(cx, &self.write_buf) {
-                    Poll::Ready(Ok(0)) => {
-                        return Poll::Ready(Err("the socket accepts no more".into()));
-                    }
-                    Poll::Ready(Ok(n)) => {
-                        let _ = self.write_buf.split_to(n);
-                    }
-                    Poll::Ready(Err(error)) => return Poll::Ready(Err(error.to_string())),
-                    Poll::Pending => return Poll::Pending,
-                }
+            let wrote_any = !self.out.is_empty();
+            if let Err(error) = std::task::ready!(self.out.poll_write(&mut self.io, cx)) {
+                return Poll::Ready(Err(error.to_string()));
             }
             if wrote_any {
                 // TLS streams hold written bytes until flushed.
@@ -615,7 +603,7 @@ where
                 return Poll::Ready(Ok(()));
             }
             self.flush_all_pending();
-            if self.write_buf.is_empty() {
+            if self.out.is_empty() {
                 return Poll::Ready(Ok(()));
             }
         }
@@ -681,7 +669,7 @@ where
             Frame::Settings(settings) => {
                 self.settings_seen = true;
                 self.apply_settings(settings)?;
-                frame::put_settings_ack(&mut self.write_buf);
+                frame::put_settings_ack(&mut self.out.buf);
             }
             Frame::SettingsAck => {
                 self.settings_acked = true;
@@ -691,7 +679,7 @@ where
                 payload,
             } => {
                 self.police_ping()?;
-                frame::put_ping(&mut self.write_buf, true, payload);
+                frame::put_ping(&mut self.out.buf, true, payload);
             }
             Frame::Ping { ack: true, payload } => {
                 if payload == SHUTDOWN_PING && self.drain == Drain::Announced {
@@ -901,14 +889,14 @@ where
             .map_or(Closed::Ended, |(_, how)| *how);
         if how == Closed::Ended {
             tracing::debug!(stream, why, "a frame on a closed stream");
-            frame::put_rst_stream(&mut self.write_buf, stream, Reason::STREAM_CLOSED);
+            frame::put_rst_stream(&mut self.out.buf, stream, Reason::STREAM_CLOSED);
         }
     }
 
     /// Ends one stream with RST_STREAM; the connection goes on.
     fn reset(&mut self, stream: u32, reason: Reason, why: &'static str) {
         tracing::debug!(stream, why, ?reason, "resetting a stream");
-        frame::put_rst_stream(&mut self.write_buf, stream, reason);
+        frame::put_rst_stream(&mut self.out.buf, stream, reason);
         self.closed(stream, Closed::ByUs);
         if let Some(state) = self.streams.remove(&stream) {
             self.release_connection(unread_bytes(&state.recv));
@@ -1021,7 +1009,7 @@ where
         {
             stream.recv_unreleased += bytes as u32;
             if stream.recv_unreleased >= half_stream.max(1) {
-                frame::put_window_update(&mut self.write_buf, id, stream.recv_unreleased);
+                frame::put_window_update(&mut self.out.buf, id, stream.recv_unreleased);
                 stream.recv_window += stream.recv_unreleased as i64;
                 stream.recv_unreleased = 0;
             }
@@ -1041,7 +1029,7 @@ where
             .max(65_535)
             / 2;
         if self.recv_unreleased >= half {
-            frame::put_window_update(&mut self.write_buf, 0, self.recv_unreleased);
+            frame::put_window_update(&mut self.out.buf, 0, self.recv_unreleased);
             self.recv_window += self.recv_unreleased as i64;
             self.recv_unreleased = 0;
         }
@@ -1124,13 +1112,13 @@ where
                     Ok(())
                 }
                 Some(Reason::REFUSED_STREAM) => {
-                    frame::put_rst_stream(&mut self.write_buf, id, Reason::REFUSED_STREAM);
+                    frame::put_rst_stream(&mut self.out.buf, id, Reason::REFUSED_STREAM);
                     self.closed(id, Closed::ByUs);
                     // Counted as a reset (rapid reset's budget).
                     self.count_wasted_stream()
                 }
                 Some(reason) => {
-                    frame::put_rst_stream(&mut self.write_buf, id, reason);
+                    frame::put_rst_stream(&mut self.out.buf, id, reason);
                     self.closed(id, Closed::ByUs);
                     Ok(())
                 }
@@ -1162,7 +1150,7 @@ where
         match head.finish() {
             Ok((parts, content_length)) => {
                 if end_stream && content_length.is_some_and(|length| length != 0) {
-                    frame::put_rst_stream(&mut self.write_buf, id, Reason::PROTOCOL_ERROR);
+                    frame::put_rst_stream(&mut self.out.buf, id, Reason::PROTOCOL_ERROR);
                     return Ok(());
                 }
                 stream.content_length = content_length;
@@ -1180,7 +1168,7 @@ where
             }
             Err(why) => {
                 tracing::debug!(stream = id, why, "malformed request");
-                frame::put_rst_stream(&mut self.write_buf, id, Reason::PROTOCOL_ERROR);
+                frame::put_rst_stream(&mut self.out.buf, id, Reason::PROTOCOL_ERROR);
             }
         }
         Ok(())
@@ -1272,7 +1260,7 @@ where
             if self.ping_outstanding {
                 return Some(Ended::Error("a ping went unanswered".into()));
             }
-            frame::put_ping(&mut self.write_buf, false, KEEPALIVE_PING);
+            frame::put_ping(&mut self.out.buf, false, KEEPALIVE_PING);
             self.ping_outstanding = true;
             self.ping_timer.as_mut().reset(Instant::now() + timeout);
             // Registers the timer again.
@@ -1412,7 +1400,7 @@ where
         let mut block = std::mem::take(&mut self.block);
         block.clear();
         response::encode_head(&mut self.encoder, parts.status, parts.headers, &mut block);
-        frame::put_headers(&mut self.write_buf, id, &block, trailers_only, max_frame);
+        frame::put_headers(&mut self.out.buf, id, &block, trailers_only, max_frame);
         stream.head_sent = true;
         self.pings.reset = true;
         match outgoing {
@@ -1424,20 +1412,21 @@ where
                 let room = stream.send_window.min(self.send_window);
                 let fits = message.as_ref().is_none_or(|message| {
                     message.len() as i64 <= room && message.len() <= max_frame
-                }) && self.write_buf.len() < WRITE_HIGH_WATER;
+                }) && self.out.len() < WRITE_HIGH_WATER;
                 if fits {
                     // The usual case: the whole reply goes into this write, queued nowhere.
-                    if let Some(message) = &message {
-                        frame::put_data(&mut self.write_buf, id, message, trailers.is_none());
-                        stream.send_window -= message.len() as i64;
-                        self.send_window -= message.len() as i64;
+                    if let Some(message) = message {
+                        let len = message.len() as i64;
+                        stream.send_window -= len;
+                        self.send_window -= len;
+                        self.out.put_data(id, message, trailers.is_none());
                     } else if trailers.is_none() {
-                        frame::put_data(&mut self.write_buf, id, &[], true);
+                        frame::put_data(&mut self.out.buf, id, &[], true);
                     }
                     if let Some(trailers) = trailers {
                         block.clear();
                         response::encode_trailers(&mut self.encoder, trailers, &mut block);
-                        frame::put_headers(&mut self.write_buf, id, &block, true, max_frame);
+                        frame::put_headers(&mut self.out.buf, id, &block, true, max_frame);
                     }
                     self.block = block;
                     return self.send_done(id);
@@ -1478,7 +1467,7 @@ where
             return;
         };
         let how = if stream.recv_open {
-            frame::put_rst_stream(&mut self.write_buf, id, Reason::NO_ERROR);
+            frame::put_rst_stream(&mut self.out.buf, id, Reason::NO_ERROR);
             Closed::ByUs
         } else {
             Closed::Ended
@@ -1519,7 +1508,7 @@ where
             return;
         }
         let room = stream.send_window.min(self.send_window).max(0) as usize;
-        if room == 0 || self.write_buf.len() >= WRITE_HIGH_WATER {
+        if room == 0 || self.out.len() >= WRITE_HIGH_WATER {
             self.blocked = true;
             return;
         }
@@ -1576,7 +1565,7 @@ where
         };
         while let Some(front) = stream.pending.front_mut() {
             let room = stream.send_window.min(self.send_window);
-            if room <= 0 || self.write_buf.len() >= WRITE_HIGH_WATER {
+            if room <= 0 || self.out.len() >= WRITE_HIGH_WATER {
                 self.blocked = true;
                 return;
             }
@@ -1586,7 +1575,7 @@ where
                 stream.pending.pop_front();
             }
             let last = stream.pending.is_empty() && matches!(stream.pending_end, Some(End::Data));
-            frame::put_data(&mut self.write_buf, id, &chunk, last);
+            self.out.put_data(id, chunk, last);
             self.pings.reset = true;
             stream.send_window -= len as i64;
             self.send_window -= len as i64;
@@ -1603,12 +1592,12 @@ where
             return;
         };
         match end {
-            End::Data => frame::put_data(&mut self.write_buf, id, &[], true),
+            End::Data => frame::put_data(&mut self.out.buf, id, &[], true),
             End::Trailers(trailers) => {
                 let mut block = std::mem::take(&mut self.block);
                 block.clear();
                 response::encode_trailers(&mut self.encoder, trailers, &mut block);
-                frame::put_headers(&mut self.write_buf, id, &block, true, max_frame);
+                frame::put_headers(&mut self.out.buf, id, &block, true, max_frame);
                 self.block = block;
             }
         }

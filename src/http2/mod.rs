@@ -14,6 +14,7 @@ mod buffers;
 mod connection;
 pub(crate) mod frame;
 pub(crate) mod hpack;
+mod output;
 mod request;
 mod response;
 mod shared;

@@ -359,14 +359,19 @@ pub(crate) fn put_window_update(dst: &mut BytesMut, stream: u32, increment: u32)
 }
 
 pub(crate) fn put_data(dst: &mut BytesMut, stream: u32, data: &[u8], end_stream: bool) {
+    put_data_head(dst, stream, data.len(), end_stream);
+    dst.put_slice(data);
+}
+
+/// The head of a DATA frame whose `len` bytes of payload the caller writes after it.
+pub(crate) fn put_data_head(dst: &mut BytesMut, stream: u32, len: usize, end_stream: bool) {
     put_head(
         dst,
-        data.len(),
+        len,
         kind::DATA,
         if end_stream { flag::END_STREAM } else { 0 },
         stream,
     );
-    dst.put_slice(data);
 }
 
 /// Writes a header block as HEADERS and, past `max_frame_size`, CONTINUATION frames.
