@@ -7,7 +7,10 @@
 //! a busy connection takes back the buffers it just gave (no allocation), since its thread
 //! is the one that kept them.
 //!
-//! Bounded: at most [`SPARE`] buffers a thread, each of at most [`LARGEST_KEPT`] bytes.
+//! Bounded: at most [`SPARE`] buffers a thread, each of at most [`LARGEST_KEPT`] bytes. (A
+//! buffer some `Bytes` still points into, a request body a call holds, counts by its room
+//! after them; its allocation is still no larger than a connection's buffers grow: a read
+//! round, or the write high water and a frame.)
 
 use std::cell::RefCell;
 
@@ -45,8 +48,11 @@ pub(crate) fn take() -> BytesMut {
 
 /// Keeps `buffer` (which must be empty) for a later [`take`], unless it is too small, too
 /// large, or the thread has enough.
-pub(crate) fn give_back(buffer: BytesMut) {
+pub(crate) fn give_back(mut buffer: BytesMut) {
     debug_assert!(buffer.is_empty());
+    // The front that split-off frames used comes back if nothing points into it any more
+    // (no copy, no allocation): the capacity is then the whole allocation.
+    let _ = buffer.try_reclaim(buffer.capacity() + 1);
     if !(SMALLEST_KEPT..=LARGEST_KEPT).contains(&buffer.capacity()) {
         return;
     }
@@ -87,5 +93,16 @@ mod tests {
                 .iter()
                 .all(|b| (SMALLEST_KEPT..=LARGEST_KEPT).contains(&b.capacity()))
         }));
+    }
+
+    #[test]
+    fn a_buffer_that_grew_large_is_not_kept_though_its_room_is_small() {
+        // Written out: what is left of it is small, its allocation is not.
+        let mut written = BytesMut::with_capacity(4 * LARGEST_KEPT);
+        written.extend_from_slice(&vec![0; 4 * LARGEST_KEPT - SMALLEST_KEPT]);
+        drop(written.split_to(4 * LARGEST_KEPT - SMALLEST_KEPT));
+        assert!(written.capacity() <= LARGEST_KEPT);
+        give_back(written);
+        assert_eq!(BUFFERS.with(|spare| spare.borrow().len()), 0);
     }
 }
