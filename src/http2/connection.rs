@@ -288,7 +288,7 @@ pub(crate) struct Connection<IO> {
     reused: Reused,
 }
 
-/// The client's pings against the server's policy (`server::config::PingPolicy`).
+/// The client's pings against the server's policy (`transport::config::PingPolicy`).
 struct PingStrikes {
     last: Option<Instant>,
     strikes: u8,

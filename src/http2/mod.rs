@@ -33,7 +33,7 @@ pub(crate) use shared::{RecvEnd, StreamShared};
 
 /// Serves `io` with fastgrpc's engine until the peer closes it, it fails, or it is drained
 /// (shutdown, maximum age or idleness), with the same policies as the h2 engine
-/// (`server::conn`).
+/// (`transport::h2_engine`).
 pub(crate) async fn serve<IO>(
     io: IO,
     connect_info: Option<ConnectInfo>,

@@ -37,7 +37,7 @@ impl GrpcRouter {
 
     /// Answers `request`: HTTP errors for requests that are neither gRPC nor gRPC-Web,
     /// `UNIMPLEMENTED` for unknown services, the service's own answer otherwise. A gRPC-Web
-    /// call is served as gRPC and its answer translated back (`crate::web`).
+    /// call is served as gRPC and its answer translated back (`web`).
     pub(crate) fn call(&self, request: http::Request<RequestBody>) -> ResponseFuture {
         let headers = request.headers();
         if request.method() != http::Method::POST {
