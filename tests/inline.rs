@@ -221,10 +221,19 @@ async fn a_connection_running_slow_inline_calls_lets_other_connections_in() {
     Arc::into_inner(server).unwrap().stop().await;
 }
 
+/// On fastgrpc's engine, which reads all a socket has before it starts a call: the h2 engine
+/// starts a call whose DATA came in a later segment than its HEADERS in a task (to wait for
+/// the body), which on a loaded machine spawns some light calls for a reason that is not
+/// adaptive inline's (seen: 7 of 20, in 3 runs of 6, on the h2 engine since before this test
+/// was pinned).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_method_that_computes_for_long_is_spawned_and_a_light_one_stays_inline() {
     let _alone = ONE_AT_A_TIME.lock().await;
-    let (server, stats) = work_server().await;
+    let builder = Server::builder()
+        .http2_engine(fastgrpc::Http2Engine::Fastgrpc)
+        .add_service(TestServiceServer::new(Work::default()));
+    let stats = builder.stats();
+    let server = TestServer::start(builder).await;
 
     for _ in 0..10 {
         call_ok(&server, UNARY, work(2_000)).await;
