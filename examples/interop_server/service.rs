@@ -157,6 +157,17 @@ impl Replies {
         requests: Option<Streaming<StreamingOutputCallRequest>>,
     ) -> Response<BoxStream<StreamingOutputCallResponse>> {
         let compression = MessageCompression::new(false);
+        if requests.is_none() && self.pending.iter().all(|p| p.interval_us <= 0) {
+            // Every reply is known and none waits: a plain iterator, as a handler would write
+            // it (and as the streaming benchmark's tonic peer does).
+            let switch = compression.clone();
+            let replies = futures_util::stream::iter(self.pending)
+                .map(move |parameters| reply(&parameters, &switch))
+                .chain(futures_util::stream::iter(self.status.map(Err)));
+            let mut response = Response::new(replies.boxed());
+            response.extensions_mut().insert(compression);
+            return response;
+        }
         let state = (self, requests, compression.clone());
         let stream =
             futures_util::stream::unfold(state, |(mut replies, mut requests, switch)| async move {
@@ -168,11 +179,7 @@ impl Replies {
                             ))
                             .await;
                         }
-                        switch.set(parameters.compressed.is_some_and(|b| b.value));
-                        let reply =
-                            zeros(parameters.size).map(|payload| StreamingOutputCallResponse {
-                                payload: Some(payload),
-                            });
+                        let reply = reply(&parameters, &switch);
                         return Some((reply, (replies, requests, switch)));
                     }
                     if let Some(status) = replies.status.take() {
@@ -189,6 +196,17 @@ impl Replies {
         response.extensions_mut().insert(compression);
         response
     }
+}
+
+/// The reply `parameters` ask for, compressed or not as they say.
+fn reply(
+    parameters: &ResponseParameters,
+    switch: &MessageCompression,
+) -> Result<StreamingOutputCallResponse, Status> {
+    switch.set(parameters.compressed.is_some_and(|b| b.value));
+    zeros(parameters.size).map(|payload| StreamingOutputCallResponse {
+        payload: Some(payload),
+    })
 }
 
 /// The metadata the interop suite asks to be echoed back.
