@@ -22,6 +22,7 @@
 #                                  # interop_server on both engines against tonic_streaming_server
 #   bash benches/e2e.sh idle       # server memory (VmRSS) per idle connection: 1,000 connections
 #                                  # that made one call each (benches/idle_connections.py)
+#   Instructions per call or per message, under callgrind: benches/instructions.sh.
 #
 # `streaming`, `large`, `clientstream` and `idle` run fastgrpc on both engines beside tonic,
 # and end with each server's median over the rounds and its ratio to tonic's.
