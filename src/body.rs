@@ -28,6 +28,14 @@ pub struct RequestBody {
     received: Option<Bytes>,
     /// Where the rest comes from; `None` once everything has been received.
     rest: Option<Rest>,
+    /// Where the metrics count the message bytes read from a body still arriving.
+    #[cfg(feature = "opentelemetry")]
+    counted: Option<
+        Box<(
+            crate::metrics::Framing,
+            std::sync::Arc<std::sync::atomic::AtomicU64>,
+        )>,
+    >,
 }
 
 /// The source of the part of a request body that has not arrived yet.
@@ -43,9 +51,15 @@ enum Rest {
 impl RequestBody {
     /// A body whose bytes have all been received.
     pub fn complete(data: Bytes) -> Self {
+        Self::of(Some(data), None)
+    }
+
+    fn of(received: Option<Bytes>, rest: Option<Rest>) -> Self {
         RequestBody {
-            received: Some(data),
-            rest: None,
+            received,
+            rest,
+            #[cfg(feature = "opentelemetry")]
+            counted: None,
         }
     }
 
@@ -56,18 +70,12 @@ impl RequestBody {
 
     /// A body of which `received` has arrived and `rest` will bring the remainder.
     pub(crate) fn streaming(received: Option<Bytes>, rest: h2::RecvStream) -> Self {
-        RequestBody {
-            received,
-            rest: Some(Rest::H2(rest)),
-        }
+        Self::of(received, Some(Rest::H2(rest)))
     }
 
     /// A body of which the rest arrives through fastgrpc's own HTTP/2 connection.
     pub(crate) fn engine(rest: std::sync::Arc<crate::http2::StreamShared>) -> Self {
-        RequestBody {
-            received: None,
-            rest: Some(Rest::Engine(rest)),
-        }
+        Self::of(None, Some(Rest::Engine(rest)))
     }
 
     /// Any HTTP body, read as it arrives (a body that has already ended is complete).
@@ -85,9 +93,33 @@ impl RequestBody {
         if body.is_end_stream() {
             return Self::empty();
         }
-        RequestBody {
-            received: None,
-            rest: Some(Rest::Body(tonic::body::Body::new(body))),
+        Self::of(None, Some(Rest::Body(tonic::body::Body::new(body))))
+    }
+
+    /// The whole body, if it has all been received.
+    #[cfg(feature = "opentelemetry")]
+    pub(crate) fn whole(&self) -> Option<&[u8]> {
+        match self.rest {
+            None => Some(self.received.as_deref().unwrap_or_default()),
+            Some(_) => None,
+        }
+    }
+
+    /// From now on, adds the message bytes of the data read from the body to `counter`.
+    #[cfg(feature = "opentelemetry")]
+    pub(crate) fn count_into(&mut self, counter: std::sync::Arc<std::sync::atomic::AtomicU64>) {
+        self.counted = Some(Box::new((crate::metrics::Framing::default(), counter)));
+    }
+
+    /// Counts `data`, read from the body, if the metrics asked for it.
+    #[cfg(feature = "opentelemetry")]
+    fn count(&mut self, data: &[u8]) {
+        if let Some(counted) = &mut self.counted {
+            let (framing, counter) = &mut **counted;
+            counter.fetch_add(
+                framing.message_bytes(data),
+                std::sync::atomic::Ordering::Relaxed,
+            );
         }
     }
 
@@ -117,15 +149,20 @@ impl http_body::Body for RequestBody {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
-        if let Some(data) = self.received.take().filter(|data| !data.is_empty()) {
-            return Poll::Ready(Some(Ok(Frame::data(data))));
-        }
-        let frame = match self.rest.as_mut() {
-            None => return Poll::Ready(None),
-            Some(Rest::H2(rest)) => ready!(poll_h2_frame(rest, cx)),
-            Some(Rest::Engine(rest)) => ready!(poll_engine_frame(rest, cx)),
-            Some(Rest::Body(rest)) => ready!(Pin::new(rest).poll_frame(cx)),
+        let frame = if let Some(data) = self.received.take().filter(|data| !data.is_empty()) {
+            Some(Ok(Frame::data(data)))
+        } else {
+            match self.rest.as_mut() {
+                None => return Poll::Ready(None),
+                Some(Rest::H2(rest)) => ready!(poll_h2_frame(rest, cx)),
+                Some(Rest::Engine(rest)) => ready!(poll_engine_frame(rest, cx)),
+                Some(Rest::Body(rest)) => ready!(Pin::new(rest).poll_frame(cx)),
+            }
         };
+        #[cfg(feature = "opentelemetry")]
+        if let Some(data) = frame.as_ref().and_then(|f| f.as_ref().ok()?.data_ref()) {
+            self.count(data);
+        }
         // Data may follow; an error, trailers or the end close the body.
         if !matches!(&frame, Some(Ok(frame)) if frame.is_data()) {
             self.rest = None;
@@ -213,6 +250,9 @@ pub(crate) type FrameStream = Pin<Box<dyn Stream<Item = Result<Bytes, Status>> +
 #[derive(Default)]
 pub struct ResponseBody {
     kind: Kind,
+    /// The call's metrics, for a body whose end is still to come (a stream).
+    #[cfg(feature = "opentelemetry")]
+    meter: Option<Box<crate::metrics::CallMeter>>,
 }
 
 enum Kind {
@@ -257,24 +297,28 @@ impl Default for Kind {
 impl ResponseBody {
     /// A body carrying one encoded message followed by `trailers`.
     pub(crate) fn unary(message: Bytes, trailers: HeaderMap) -> Self {
+        Self::of(Kind::Unary {
+            message: Some(message),
+            trailers: Some(trailers),
+        })
+    }
+
+    fn of(kind: Kind) -> Self {
         ResponseBody {
-            kind: Kind::Unary {
-                message: Some(message),
-                trailers: Some(trailers),
-            },
+            kind,
+            #[cfg(feature = "opentelemetry")]
+            meter: None,
         }
     }
 
     /// A body carrying the frames `frames` yields; it ends with `grpc-status: 0` and
     /// `metadata` when the stream ends, or with the status of the first error it yields.
     pub(crate) fn streaming(frames: FrameStream, metadata: HeaderMap) -> Self {
-        ResponseBody {
-            kind: Kind::Streaming {
-                frames,
-                metadata,
-                done: false,
-            },
-        }
+        Self::of(Kind::Streaming {
+            frames,
+            metadata,
+            done: false,
+        })
     }
 
     /// A body with nothing in it (a trailers-only response).
@@ -298,28 +342,70 @@ impl ResponseBody {
         if body.is_end_stream() {
             return Self::empty();
         }
-        ResponseBody {
-            kind: Kind::Body(body),
-        }
+        Self::of(Kind::Body(body))
     }
 
     /// How the body is to be sent: all at once, or streamed.
     pub(crate) fn into_outgoing(self) -> Outgoing {
         match self.kind {
             Kind::Unary { message, trailers } => Outgoing::Whole { message, trailers },
-            kind => Outgoing::Streaming(ResponseBody { kind }),
+            kind => Outgoing::Streaming(ResponseBody {
+                kind,
+                #[cfg(feature = "opentelemetry")]
+                meter: self.meter,
+            }),
         }
+    }
+
+    /// Ends `meter` now if the whole reply is known (its message and trailers), or hands it to
+    /// the body to end with the stream.
+    #[cfg(feature = "opentelemetry")]
+    pub(crate) fn meter(&mut self, mut meter: crate::metrics::CallMeter) {
+        match &self.kind {
+            Kind::Unary { message, trailers } => {
+                if let Some(message) = message {
+                    meter.sent(message);
+                }
+                let status = trailers.as_ref().and_then(|t| t.get(status::GRPC_STATUS));
+                meter.end(crate::metrics::code_of(status));
+            }
+            Kind::Streaming { .. } | Kind::Body(_) => self.meter = Some(Box::new(meter)),
+        }
+    }
+
+    /// Polls the next frame, metering it: message bytes sent, and the status at the end.
+    #[cfg(feature = "opentelemetry")]
+    fn poll_metered(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+        let Some(meter) = &mut self.meter else {
+            return self.poll_kind(cx);
+        };
+        // A panic in the stream leaves the meter busy: its drop then records INTERNAL, as the
+        // transport answers.
+        meter.set_busy(true);
+        let polled = self.poll_kind(cx);
+        let meter = self.meter.as_mut().expect("metered above");
+        meter.set_busy(false);
+        let frame = ready!(polled);
+        match &frame {
+            Some(Ok(frame)) => match frame.data_ref() {
+                Some(data) => meter.sent(data),
+                None => meter.end(crate::metrics::code_of(
+                    frame
+                        .trailers_ref()
+                        .and_then(|t| t.get(status::GRPC_STATUS)),
+                )),
+            },
+            Some(Err(error)) => meter.end(error.code()),
+            // Ended without trailers: the client finds no status.
+            None => meter.end(tonic::Code::Unknown),
+        }
+        Poll::Ready(frame)
     }
 }
 
-impl http_body::Body for ResponseBody {
-    type Data = Bytes;
-    type Error = Status;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+impl ResponseBody {
+    /// The next frame of the body, as its kind yields it.
+    fn poll_kind(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
         match &mut self.kind {
             Kind::Unary { message, trailers } => {
                 if let Some(message) = message.take() {
@@ -347,6 +433,21 @@ impl http_body::Body for ResponseBody {
             }
             Kind::Body(body) => Pin::new(body).poll_frame(cx),
         }
+    }
+}
+
+impl http_body::Body for ResponseBody {
+    type Data = Bytes;
+    type Error = Status;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+        #[cfg(feature = "opentelemetry")]
+        return self.poll_metered(cx);
+        #[cfg(not(feature = "opentelemetry"))]
+        self.poll_kind(cx)
     }
 
     fn is_end_stream(&self) -> bool {

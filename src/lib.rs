@@ -17,6 +17,8 @@ mod http2;
 #[doc(hidden)]
 pub mod http2;
 mod metadata;
+#[cfg(feature = "opentelemetry")]
+mod metrics;
 mod response;
 mod server;
 mod service;

@@ -152,6 +152,24 @@ impl Builder {
         self
     }
 
+    /// Records gRPC's standard server metrics (gRFC A66) with `provider`'s meter for
+    /// `fastgrpc`: `grpc.server.call.started`, `grpc.server.call.duration`, and the message
+    /// bytes each call sent and received, by method and status. Methods of services added
+    /// with [`add_service`](Self::add_service) are labelled by name; any other call (an
+    /// unknown method, a hosted tower service's) as `other`. See the guide's section on
+    /// metrics.
+    ///
+    /// Without a provider nothing is measured and nothing costs. The instruments are bound to
+    /// each method's labels once (OpenTelemetry's bound instruments): with
+    /// `opentelemetry_sdk` 0.33 this feature turns its implementation of them on; a
+    /// `MeterProvider` of another kind must implement `bind`.
+    #[cfg(feature = "opentelemetry")]
+    pub fn meter_provider(mut self, provider: &impl opentelemetry::metrics::MeterProvider) -> Self {
+        self.router
+            .set_metrics(crate::metrics::Instruments::new(provider));
+        self
+    }
+
     /// Whether HTTP/1.1 connections are served beside HTTP/2 on the same listener (default:
     /// yes), told apart by their first bytes. Browsers call gRPC-Web over HTTP/1.1 (they speak
     /// HTTP/2 only over TLS); gRPC itself needs HTTP/2 and is answered `505` over HTTP/1.1.

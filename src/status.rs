@@ -13,7 +13,7 @@ use crate::spare_maps;
 /// `content-type` of every gRPC response fastgrpc sends.
 pub(crate) const GRPC_CONTENT_TYPE: HeaderValue = HeaderValue::from_static("application/grpc");
 
-const GRPC_STATUS: HeaderName = HeaderName::from_static("grpc-status");
+pub(crate) const GRPC_STATUS: HeaderName = HeaderName::from_static("grpc-status");
 const GRPC_STATUS_OK: HeaderValue = HeaderValue::from_static("0");
 
 /// Headers user metadata may not set: those the gRPC protocol owns, and the connection-specific

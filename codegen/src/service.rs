@@ -56,6 +56,7 @@ fn server_module(
         .filter(|m| m.server_streaming)
         .map(stream_type);
     let trait_methods = service.methods.iter().map(|m| trait_method(service, m));
+    let method_names = service.methods.iter().map(|method| &method.proto_name);
     let routes = service.methods.iter().enumerate().map(|(index, m)| {
         let spawned = spawned_methods.contains(&format!("{full_name}.{}", m.proto_name));
         route(service, m, index, spawned)
@@ -191,6 +192,10 @@ fn server_module(
                         #(#routes)*
                         path => unimplemented_method(path),
                     }
+                }
+
+                fn method_names(&self) -> &'static [&'static str] {
+                    &[#(#method_names),*]
                 }
             }
 

@@ -187,6 +187,10 @@ impl<S: FastService, I: Interceptor> FastService for Intercepted<S, I> {
             }
         }
     }
+
+    fn method_names(&self) -> &'static [&'static str] {
+        self.service.method_names()
+    }
 }
 
 crate::__tower_service_of_fast_service!(<S: FastService, I: Interceptor> Intercepted<S, I>);

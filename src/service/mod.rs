@@ -36,6 +36,13 @@ pub use tonic::server::NamedService;
 pub trait FastService: Send + Sync + 'static {
     /// Serves one call. `request`'s path is `/package.Service/Method`.
     fn call(&self, request: http::Request<RequestBody>) -> ResponseFuture;
+
+    /// The names of the methods the service serves (`SayHello`, not its path): the methods
+    /// the server's metrics label by name (gRFC A66); calls of any other are labelled `other`.
+    /// Generated servers list theirs; the default lists none.
+    fn method_names(&self) -> &'static [&'static str] {
+        &[]
+    }
 }
 
 /// Implements tower's `Service` for a [`FastService`] by calling [`FastService::call`]: always

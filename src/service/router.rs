@@ -10,6 +10,8 @@ use super::web::{self, Cors, Web};
 use crate::FastFuture;
 use crate::body::RequestBody;
 use crate::handler::ResponseFuture;
+#[cfg(feature = "opentelemetry")]
+use crate::metrics::{Instruments, MethodMetrics};
 use crate::status;
 use http::HeaderMap;
 
@@ -17,22 +19,63 @@ use http::HeaderMap;
 #[derive(Default)]
 pub(crate) struct GrpcRouter {
     /// Few services per server: a linear scan over names beats hashing the path.
-    routes: Vec<(&'static str, Box<dyn FastService>)>,
+    routes: Vec<Route>,
     /// Who may call gRPC-Web methods from pages of other origins.
     cors: Cors,
+    /// gRFC A66's metrics, when the server has a meter provider.
+    #[cfg(feature = "opentelemetry")]
+    metrics: Option<Metrics>,
+}
+
+/// A hosted service.
+struct Route {
+    name: &'static str,
+    service: Box<dyn FastService>,
+    /// The metrics of each method the service declares, by method name.
+    #[cfg(feature = "opentelemetry")]
+    methods: Vec<(&'static str, std::sync::Arc<MethodMetrics>)>,
+}
+
+/// The router's instruments, and the metrics of the methods no service declares.
+#[cfg(feature = "opentelemetry")]
+struct Metrics {
+    instruments: Instruments,
+    other: std::sync::Arc<MethodMetrics>,
 }
 
 impl GrpcRouter {
     /// Adds `service` under `name`; a later service with the same name replaces the earlier.
     pub(crate) fn add(&mut self, name: &'static str, service: Box<dyn FastService>) {
+        let route = Route {
+            #[cfg(feature = "opentelemetry")]
+            methods: self
+                .metrics
+                .as_ref()
+                .map(|metrics| method_metrics(&metrics.instruments, name, &*service))
+                .unwrap_or_default(),
+            name,
+            service,
+        };
         match self
             .routes
             .iter_mut()
-            .find(|(existing, _)| *existing == name)
+            .find(|existing| existing.name == name)
         {
-            Some(route) => route.1 = service,
-            None => self.routes.push((name, service)),
+            Some(existing) => *existing = route,
+            None => self.routes.push(route),
         }
+    }
+
+    /// Meters every call from now on with `instruments` (gRFC A66).
+    #[cfg(feature = "opentelemetry")]
+    pub(crate) fn set_metrics(&mut self, instruments: Instruments) {
+        for route in &mut self.routes {
+            route.methods = method_metrics(&instruments, route.name, &*route.service);
+        }
+        self.metrics = Some(Metrics {
+            other: instruments.method(None),
+            instruments,
+        });
     }
 
     /// Answers `request`: HTTP errors for requests that are neither gRPC nor gRPC-Web,
@@ -77,29 +120,85 @@ impl GrpcRouter {
 
     /// Answers a gRPC request: the service's answer, or `UNIMPLEMENTED` for an unknown one.
     fn serve(&self, request: http::Request<RequestBody>) -> ResponseFuture {
-        let path = request.uri().path();
-        match self.route(path) {
-            Some(service) => service.call(request),
-            None => FastFuture::ok(crate::response::status(&Status::unimplemented(format!(
-                "service not found: {}",
-                status::excerpt(service_name(path).unwrap_or(path))
-            )))),
+        let route = self.route(request.uri().path());
+        #[cfg(feature = "opentelemetry")]
+        if let Some(metrics) = &self.metrics {
+            return serve_metered(metrics, route, request);
         }
+        serve_route(route, request)
     }
 
-    fn route(&self, path: &str) -> Option<&dyn FastService> {
+    fn route(&self, path: &str) -> Option<&Route> {
         let name = service_name(path)?;
-        self.routes
-            .iter()
-            .find(|(route, _)| *route == name)
-            .map(|(_, service)| service.as_ref())
+        self.routes.iter().find(|route| route.name == name)
     }
+}
+
+/// The answer of `route`'s service, or `UNIMPLEMENTED` when no service has the request's name.
+fn serve_route(route: Option<&Route>, request: http::Request<RequestBody>) -> ResponseFuture {
+    match route {
+        Some(route) => route.service.call(request),
+        None => {
+            let path = request.uri().path();
+            FastFuture::ok(crate::response::status(&Status::unimplemented(format!(
+                "service not found: {}",
+                status::excerpt(service_name(path).unwrap_or(path))
+            ))))
+        }
+    }
+}
+
+/// [`serve_route`], metered: the call counts as started now, and is recorded when it ends.
+#[cfg(feature = "opentelemetry")]
+fn serve_metered(
+    metrics: &Metrics,
+    route: Option<&Route>,
+    mut request: http::Request<RequestBody>,
+) -> ResponseFuture {
+    let started_at = std::time::Instant::now();
+    let method = route
+        .and_then(|route| {
+            let (_, method) = request.uri().path().rsplit_once('/')?;
+            let (_, metrics) = route.methods.iter().find(|(name, _)| *name == method)?;
+            Some(metrics)
+        })
+        .unwrap_or(&metrics.other);
+    let deadline = request.extensions().get::<crate::Deadline>().copied();
+    let mut meter = method.start(started_at, deadline);
+    match request.body().whole() {
+        Some(body) => meter.received_whole(body),
+        None => request.body_mut().count_into(meter.received_stream()),
+    }
+    // A panic in the handler drops the meter while it is busy: it records INTERNAL.
+    meter.set_busy(true);
+    let response = serve_route(route, request);
+    meter.set_busy(false);
+    crate::metrics::metered(response, meter)
+}
+
+/// The metrics of each method `service` declares, labelled `name/method`.
+#[cfg(feature = "opentelemetry")]
+fn method_metrics(
+    instruments: &Instruments,
+    name: &str,
+    service: &dyn FastService,
+) -> Vec<(&'static str, std::sync::Arc<MethodMetrics>)> {
+    service
+        .method_names()
+        .iter()
+        .map(|method| {
+            (
+                *method,
+                instruments.method(Some(format!("{name}/{method}"))),
+            )
+        })
+        .collect()
 }
 
 impl fmt::Debug for GrpcRouter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_list()
-            .entries(self.routes.iter().map(|(name, _)| name))
+            .entries(self.routes.iter().map(|route| route.name))
             .finish()
     }
 }
