@@ -29,6 +29,12 @@
 //! gRPC-Web is served on the same port (over HTTP/2, and over HTTP/1.1 for browsers);
 //! `--no-http1` serves HTTP/2 only (`Builder::accept_http1(false)`). Pages of any origin may
 //! call it; `--web-origin ORIGIN` (repeatable) allows only those (`Builder::web_cors`).
+//!
+//! `--metrics-addr HOST:PORT` records gRPC's standard server metrics (gRFC A66,
+//! `Builder::meter_provider`) and serves them in Prometheus's text format at
+//! `http://HOST:PORT/metrics`: `grpc_server_call_started_total`,
+//! `grpc_server_call_duration_seconds`, and the `..._compressed_message_size_bytes`
+//! histograms, labelled `grpc_method` and `grpc_status`.
 
 use std::future::Future;
 use std::time::Duration;
@@ -39,6 +45,8 @@ use tonic_health::ServingStatus;
 
 #[path = "support/busy.rs"]
 mod busy;
+#[path = "support/prometheus.rs"]
+mod prometheus_endpoint;
 
 // The generated code, and every proto encoded for the reflection service (`proto/build.rs`).
 pub use protos::{DESCRIPTORS, helloworld};
@@ -107,6 +115,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut drain_grace = None;
     let mut shutdown_delay = Duration::ZERO;
     let mut engine = None;
+    let mut metrics_addr: Option<std::net::SocketAddr> = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or(format!("{arg} needs a value"));
@@ -127,6 +136,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--max-connection-age" => max_connection_age = Some(seconds(&value()?)?),
             "--drain-grace" => drain_grace = Some(seconds(&value()?)?),
             "--shutdown-delay" => shutdown_delay = seconds(&value()?)?,
+            "--metrics-addr" => metrics_addr = Some(value()?.parse()?),
             "--http2-engine" => {
                 engine = Some(match value()?.as_str() {
                     "h2" => fastgrpc::Http2Engine::H2Crate,
@@ -142,7 +152,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 println!(
                     "usage: greeter_server [--addr HOST:PORT] [--workers N] [--work-us N] [--no-inline | --always-inline] \
                      [--inline-cost-limit-us N] [--inline-budget-us N] [--no-http1] [--web-origin ORIGIN] \
-                     [--max-connection-age SECS] [--drain-grace SECS] [--shutdown-delay SECS] [--http2-engine h2|fastgrpc]"
+                     [--max-connection-age SECS] [--drain-grace SECS] [--shutdown-delay SECS] [--http2-engine h2|fastgrpc] \
+                     [--metrics-addr HOST:PORT]"
                 );
                 return Ok(());
             }
@@ -200,6 +211,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         if let Some(engine) = engine {
             server = server.http2_engine(engine);
+        }
+        // Kept until the server stops: dropping the provider would stop its metrics.
+        let mut _metrics = None;
+        if let Some(metrics_addr) = metrics_addr {
+            let (provider, registry) =
+                prometheus_endpoint::provider().map_err(std::io::Error::other)?;
+            let listener = tokio::net::TcpListener::bind(metrics_addr).await?;
+            println!("metrics at http://{}/metrics", listener.local_addr()?);
+            server = server.meter_provider(&provider);
+            _metrics = Some((provider, tokio::spawn(prometheus_endpoint::serve(listener, registry))));
         }
         let mut greeter = GreeterServer::new(MyGreeter { work });
         if let Some(inline) = inline {
