@@ -17,6 +17,7 @@
 #                                  # against tonic_streaming_server, CPU per reply message
 #   bash benches/e2e.sh web        # gRPC-Web unary over HTTP/2 and HTTP/1.1 (h2load --h1),
 #                                  # against tonic with tonic-web and accept_http1
+#   bash benches/e2e.sh metrics    # light unary with gRFC A66 metrics on and off, and tonic
 #   bash benches/e2e.sh large      # unary calls of 1 MiB each way, one connection x 4 streams
 #   bash benches/e2e.sh clientstream  # client streaming: 1,000 messages of 100 bytes a call,
 #                                  # interop_server on both engines against tonic_streaming_server
@@ -281,6 +282,17 @@ case "${1:-}" in
     medians
     exit 0
     ;;
+  metrics)
+    # Light unary (4x16, one worker) with gRFC A66 metrics recorded (`--metrics-addr`, scraped
+    # by nobody) and without (compiled in, no meter provider), beside tonic.
+    for round in $(seq "$rounds"); do
+      run "fastgrpc metrics off (round $round)" 200000 4 16 0 -- "${fastgrpc[@]}" --workers 1
+      run "fastgrpc metrics on (round $round)" 200000 4 16 0 -- "${fastgrpc[@]}" --workers 1 \
+        --metrics-addr "127.0.0.1:$((port + 1))"
+      run "tonic (round $round)" 200000 4 16 0 -- "${tonic[@]}" --workers 1
+    done
+    medians
+    exit 0 ;;
   large)
     # 2,000 unary calls of 1 MiB each way (a 1 MiB name, greeted back), 4 at a time on one
     # connection: both greeters take messages up to 4 MiB by default, as gRPC does.

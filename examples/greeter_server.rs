@@ -220,7 +220,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let listener = tokio::net::TcpListener::bind(metrics_addr).await?;
             println!("metrics at http://{}/metrics", listener.local_addr()?);
             server = server.meter_provider(&provider);
-            _metrics = Some((provider, tokio::spawn(prometheus_endpoint::serve(listener, registry))));
+            _metrics = Some((
+                provider,
+                tokio::spawn(prometheus_endpoint::serve(listener, registry)),
+            ));
         }
         let mut greeter = GreeterServer::new(MyGreeter { work });
         if let Some(inline) = inline {

@@ -366,7 +366,7 @@ impl ResponseBody {
                 if let Some(message) = message {
                     meter.sent(message);
                 }
-                let status = trailers.as_ref().and_then(|t| t.get(status::GRPC_STATUS));
+                let status = trailers.as_ref().and_then(crate::metrics::status_in);
                 meter.end(crate::metrics::code_of(status));
             }
             Kind::Streaming { .. } | Kind::Body(_) => self.meter = Some(Box::new(meter)),

@@ -335,7 +335,7 @@ fn meter_reply(
     mut response: http::Response<ResponseBody>,
     mut meter: CallMeter,
 ) -> http::Response<ResponseBody> {
-    match response.headers().get(crate::status::GRPC_STATUS) {
+    match status_in(response.headers()) {
         // Trailers-only: the status is in the head, and there is no body.
         Some(status) => meter.end(code_of(Some(status))),
         None => response.body_mut().meter(meter),
@@ -382,7 +382,19 @@ pub(crate) struct Framing {
 impl Framing {
     /// The message bytes in `data`, the next piece of the stream: everything but prefixes.
     pub(crate) fn message_bytes(&mut self, mut data: &[u8]) -> u64 {
+        // The usual case, a piece that is exactly whole messages: the lengths, read at once.
         let mut bytes = 0;
+        while self.prefix_seen == 0 && self.remaining == 0 && data.len() >= 5 {
+            let length = u32::from_be_bytes([data[1], data[2], data[3], data[4]]);
+            let length = u64::from(length);
+            let rest = data.len() as u64 - 5;
+            if length > rest {
+                self.remaining = length - rest;
+                return bytes + rest;
+            }
+            bytes += length;
+            data = &data[5 + length as usize..];
+        }
         while !data.is_empty() {
             if self.remaining > 0 {
                 let taken = self.remaining.min(data.len() as u64);
@@ -408,10 +420,25 @@ impl Framing {
 
 /// The code a `grpc-status` value names; `UNKNOWN` for anything else.
 pub(crate) fn code_of(value: Option<&http::HeaderValue>) -> Code {
-    value
-        .and_then(|value| std::str::from_utf8(value.as_bytes()).ok())
-        .and_then(|text| text.parse::<i32>().ok())
-        .map_or(Code::Unknown, Code::from)
+    let digit = |byte: u8| byte.is_ascii_digit().then(|| i32::from(byte - b'0'));
+    let code = match value.map(http::HeaderValue::as_bytes) {
+        Some(&[a]) => digit(a),
+        Some(&[a, b]) => digit(a).zip(digit(b)).map(|(a, b)| a * 10 + b),
+        _ => None,
+    };
+    code.map_or(Code::Unknown, Code::from)
+}
+
+/// The `grpc-status` of a head or trailers: found by a scan in the small maps gRPC replies
+/// have, cheaper than hashing the name.
+pub(crate) fn status_in(map: &http::HeaderMap) -> Option<&http::HeaderValue> {
+    const SCAN_LIMIT: usize = 8;
+    if map.len() > SCAN_LIMIT {
+        return map.get(crate::status::GRPC_STATUS);
+    }
+    map.iter()
+        .find(|(name, _)| *name == crate::status::GRPC_STATUS)
+        .map(|(_, value)| value)
 }
 
 #[cfg(test)]
@@ -444,6 +471,14 @@ mod tests {
         let mut framing = Framing::default();
         let one_by_one: u64 = stream.iter().map(|b| framing.message_bytes(&[*b])).sum();
         assert_eq!(one_by_one, 306);
+        // A message longer than the piece: the rest is counted in the next pieces.
+        let mut framing = Framing::default();
+        let long = framed(&[&[1; 1000]]);
+        let counted: u64 = long
+            .chunks(300)
+            .map(|piece| framing.message_bytes(piece))
+            .sum();
+        assert_eq!(counted, 1000);
     }
 
     #[test]
@@ -461,6 +496,8 @@ mod tests {
         assert_eq!(code_of(Some(&value("0"))), Code::Ok);
         assert_eq!(code_of(Some(&value("14"))), Code::Unavailable);
         assert_eq!(code_of(Some(&value("x"))), Code::Unknown);
+        assert_eq!(code_of(Some(&value("100"))), Code::Unknown);
+        assert_eq!(code_of(Some(&value("1x"))), Code::Unknown);
         assert_eq!(code_of(None), Code::Unknown);
     }
 }
