@@ -2,6 +2,9 @@
 //! in-memory exporter: each instrument and attribute, for every kind of call and every way a
 //! call ends, with the byte counts checked against the messages actually sent and received.
 
+/// greeter_server's `--metrics-addr` endpoint, the example's own code.
+#[path = "../examples/support/prometheus.rs"]
+mod prometheus_endpoint;
 mod support;
 
 use std::time::Duration;
@@ -590,4 +593,99 @@ async fn deadlines_cancels_and_panics_are_recorded_as_the_client_sees_them() {
 
 fn point_sum(metered: &Metered, name: &str, method: &str, status: &str) -> f64 {
     point(metered, name, method, status).sum
+}
+
+/// GET `path` from `addr` over HTTP/1.1: the status line and the body.
+async fn http_get(addr: std::net::SocketAddr, path: &str) -> (String, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = String::new();
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_string(&mut answer))
+        .await
+        .expect("the endpoint answers within 10 s")
+        .unwrap();
+    let (head, body) = answer.split_once("\r\n\r\n").expect("a head and a body");
+    (head.lines().next().unwrap().to_owned(), body.to_owned())
+}
+
+#[tokio::test]
+async fn the_examples_prometheus_endpoint_serves_the_instruments_by_their_prometheus_names() {
+    let (provider, registry) = prometheus_endpoint::provider().unwrap();
+    let builder = Server::builder()
+        .meter_provider(&provider)
+        .add_service(TestServiceServer::new(Service));
+    let server = TestServer::start(builder).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = listener.local_addr().unwrap();
+    let serving = tokio::spawn(prometheus_endpoint::serve(listener, registry));
+
+    let request = simple(2000);
+    for _ in 0..2 {
+        let answer = raw_grpc(
+            server.addr,
+            &format!("/{UNARY}"),
+            frame(&request.encode_to_vec()),
+        )
+        .await;
+        assert_eq!(answer.grpc_status(), Some("0"));
+    }
+    raw_grpc(server.addr, "/no.Such/Method", frame(b"")).await;
+
+    let (status, text) = http_get(endpoint, "/metrics").await;
+    assert!(status.contains("200"), "{status}");
+    let value = |prefix: &str| -> f64 {
+        let line = text
+            .lines()
+            .find(|line| line.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no line starting {prefix:?} in:\n{text}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    let method = format!("grpc_method=\"{UNARY}\"");
+    let ok = format!("{method},grpc_status=\"OK\"");
+    assert_eq!(
+        value(&format!("grpc_server_call_started_total{{{method}")),
+        2.0
+    );
+    assert_eq!(
+        value(&format!("grpc_server_call_duration_seconds_count{{{ok}")),
+        2.0
+    );
+    let reply = SimpleResponse {
+        payload: Some(zeros(2000)),
+        ..Default::default()
+    };
+    assert_eq!(
+        value(&format!(
+            "grpc_server_call_sent_total_compressed_message_size_bytes_sum{{{ok}"
+        )),
+        2.0 * reply.encoded_len() as f64
+    );
+    // Both replies (2,007 bytes) in the (1024, 2048] bucket; both requests in the first.
+    let sent_bucket = |le: &str| -> f64 {
+        let prefix =
+            format!("grpc_server_call_sent_total_compressed_message_size_bytes_bucket{{{ok}");
+        let bound = format!("le=\"{le}\"}}");
+        let line = text
+            .lines()
+            .find(|line| line.starts_with(&prefix) && line.contains(&bound))
+            .unwrap_or_else(|| panic!("no bucket {le} in:\n{text}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    assert_eq!((sent_bucket("1024"), sent_bucket("2048")), (0.0, 2.0));
+    assert_eq!(
+        value(&format!(
+            "grpc_server_call_rcvd_total_compressed_message_size_bytes_count{{{ok}"
+        )),
+        2.0
+    );
+    assert_eq!(
+        value("grpc_server_call_started_total{grpc_method=\"other\""),
+        1.0
+    );
+    let (status, _) = http_get(endpoint, "/elsewhere").await;
+    assert!(status.contains("404"), "{status}");
+    serving.abort();
+    server.stop().await;
 }
