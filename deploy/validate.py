@@ -20,7 +20,9 @@ Exits 1 and lists what is wrong when a check fails. The checks, by file:
   the server listens on all interfaces at that port; --max-connection-age and --drain-grace
   are set; terminationGracePeriodSeconds exceeds the preStop sleep plus any --shutdown-delay
   plus the drain grace, and the liveness probe takes longer than delay and grace to give up;
-  every flag in args is one examples/greeter_server.rs parses; a headless Service and any
+  every flag in args is one examples/greeter_server.rs parses; --metrics-addr listens on all
+  interfaces at the container port named metrics, where the pod's prometheus.io annotations
+  point; a headless Service and any
   other Service select the pods and target the grpc port; a PodDisruptionBudget leaves
   replicas running;
 - envoy/envoy.yaml: the admin interface listens on loopback; each routed cluster speaks
@@ -320,6 +322,7 @@ def check_deployment(obj: dict, where: str, example_source: str, c: Checks) -> d
             where,
             f"{flag} is not a flag of {EXAMPLE_SOURCE}",
         )
+    check_metrics(template, ports, flags, where, c)
     age = seconds(flags.get("--max-connection-age"))
     c.that(age is not None and age > 0, where, "--max-connection-age SECS is not set")
     grace = seconds(flags.get("--drain-grace"))
@@ -345,6 +348,30 @@ def check_deployment(obj: dict, where: str, example_source: str, c: Checks) -> d
             "refuses new connections",
         )
     return {"labels": labels, "port": port, "replicas": spec.get("replicas") or 1}
+
+
+def check_metrics(template: dict, ports: dict, flags: dict, where: str, c: Checks) -> None:
+    """--metrics-addr listens on all interfaces at the container port named metrics, and the
+    pod's prometheus.io annotations send the scraper there."""
+    addr = flags.get("--metrics-addr")
+    if not c.that(addr is not None, where, "--metrics-addr is not set: nothing to scrape"):
+        return
+    host, _, addr_port = addr.rpartition(":")
+    c.that(host in ("0.0.0.0", "[::]"), where, f"--metrics-addr {addr!r}: not all interfaces")
+    metrics_port = (ports.get("metrics") or {}).get("containerPort")
+    c.that(
+        str(metrics_port) == addr_port,
+        where,
+        f"no container port named metrics at --metrics-addr's port {addr_port}",
+    )
+    annotations = (template.get("metadata") or {}).get("annotations") or {}
+    c.that(annotations.get("prometheus.io/scrape") == "true", where, "pods not marked for scraping")
+    c.that(
+        annotations.get("prometheus.io/port") == addr_port,
+        where,
+        f"prometheus.io/port {annotations.get('prometheus.io/port')!r} is not {addr_port}",
+    )
+    c.that(annotations.get("prometheus.io/path") == "/metrics", where, "prometheus.io/path is not /metrics")
 
 
 def check_services(objects: dict, pod: dict[str, Any], c: Checks) -> None:

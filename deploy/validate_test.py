@@ -180,6 +180,21 @@ class ValidateTest(unittest.TestCase):
             "must listen on all interfaces",
         )
 
+    def test_metrics_on_loopback(self):
+        self.assert_caught(
+            lambda f: set_flag(greeter_container(f), "--metrics-addr", "127.0.0.1:9464"),
+            "--metrics-addr '127.0.0.1:9464': not all interfaces",
+        )
+
+    def test_scrape_annotation_on_another_port(self):
+        def edit(files):
+            deployment = next(
+                doc for doc in files["kubernetes/deployment.yaml"] if doc["kind"] == "Deployment"
+            )
+            deployment["spec"]["template"]["metadata"]["annotations"]["prometheus.io/port"] = "9000"
+
+        self.assert_caught(edit, "prometheus.io/port '9000' is not 9464")
+
     def test_flag_the_example_does_not_know(self):
         self.assert_caught(
             lambda f: greeter_container(f)["args"].extend(["--max-age", "5"]),
