@@ -250,9 +250,8 @@ pub(crate) type FrameStream = Pin<Box<dyn Stream<Item = Result<Bytes, Status>> +
 #[derive(Default)]
 pub struct ResponseBody {
     kind: Kind,
-    /// The call's metrics, for a body whose end is still to come (a stream).
-    #[cfg(feature = "opentelemetry")]
-    meter: Option<Box<crate::metrics::CallMeter>>,
+    /// The call's span and metrics, for a body whose end is still to come (a stream).
+    observed: Option<Box<crate::observe::Observed>>,
 }
 
 enum Kind {
@@ -306,8 +305,7 @@ impl ResponseBody {
     fn of(kind: Kind) -> Self {
         ResponseBody {
             kind,
-            #[cfg(feature = "opentelemetry")]
-            meter: None,
+            observed: None,
         }
     }
 
@@ -351,55 +349,48 @@ impl ResponseBody {
             Kind::Unary { message, trailers } => Outgoing::Whole { message, trailers },
             kind => Outgoing::Streaming(ResponseBody {
                 kind,
-                #[cfg(feature = "opentelemetry")]
-                meter: self.meter,
+                observed: self.observed,
             }),
         }
     }
 
-    /// Ends `meter` now if the whole reply is known (its message and trailers), or hands it to
-    /// the body to end with the stream.
-    #[cfg(feature = "opentelemetry")]
-    pub(crate) fn meter(&mut self, mut meter: crate::metrics::CallMeter) {
+    /// Ends `observed` now if the whole reply is known (its message and trailers), or hands it
+    /// to the body to end with the stream.
+    pub(crate) fn observe(&mut self, mut observed: crate::observe::Observed) {
         match &self.kind {
             Kind::Unary { message, trailers } => {
                 if let Some(message) = message {
-                    meter.sent(message);
+                    observed.sent(message);
                 }
-                let status = trailers.as_ref().and_then(crate::metrics::status_in);
-                meter.end(crate::metrics::code_of(status));
+                observed.end_with(trailers.as_ref());
             }
-            Kind::Streaming { .. } | Kind::Body(_) => self.meter = Some(Box::new(meter)),
+            Kind::Streaming { .. } | Kind::Body(_) => self.observed = Some(Box::new(observed)),
         }
     }
 
-    /// Polls the next frame, metering it: message bytes sent, and the status at the end.
-    #[cfg(feature = "opentelemetry")]
-    fn poll_metered(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
-        let Some(meter) = &mut self.meter else {
+    /// Polls the next frame, observing it: message bytes sent, and the status at the end.
+    fn poll_observed(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+        let Some(mut observed) = self.observed.take() else {
             return self.poll_kind(cx);
         };
-        // A panic in the stream leaves the meter busy: its drop then records INTERNAL, as the
-        // transport answers.
-        meter.set_busy(true);
-        let polled = self.poll_kind(cx);
-        let meter = self.meter.as_mut().expect("metered above");
-        meter.set_busy(false);
-        let frame = ready!(polled);
-        match &frame {
-            Some(Ok(frame)) => match frame.data_ref() {
-                Some(data) => meter.sent(data),
-                None => meter.end(crate::metrics::code_of(
-                    frame
-                        .trailers_ref()
-                        .and_then(|t| t.get(status::GRPC_STATUS)),
-                )),
+        // A panic in the stream leaves the call marked busy: its drop then ends it INTERNAL,
+        // as the transport answers.
+        let polled = observed.run(|| self.poll_kind(cx));
+        match &polled {
+            Poll::Pending => {}
+            Poll::Ready(Some(Ok(frame))) => match frame.data_ref() {
+                Some(data) => observed.sent(data),
+                None => observed.end_with(frame.trailers_ref()),
             },
-            Some(Err(error)) => meter.end(error.code()),
+            Poll::Ready(Some(Err(error))) => observed.end(error.code()),
             // Ended without trailers: the client finds no status.
-            None => meter.end(tonic::Code::Unknown),
+            Poll::Ready(None) => observed.end(tonic::Code::Unknown),
         }
-        Poll::Ready(frame)
+        self.observed = Some(observed);
+        polled
     }
 }
 
@@ -444,10 +435,7 @@ impl http_body::Body for ResponseBody {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
-        #[cfg(feature = "opentelemetry")]
-        return self.poll_metered(cx);
-        #[cfg(not(feature = "opentelemetry"))]
-        self.poll_kind(cx)
+        self.poll_observed(cx)
     }
 
     fn is_end_stream(&self) -> bool {

@@ -19,6 +19,7 @@ pub mod http2;
 mod metadata;
 #[cfg(feature = "opentelemetry")]
 mod metrics;
+mod observe;
 mod response;
 mod server;
 mod service;

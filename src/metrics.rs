@@ -8,11 +8,8 @@
 //! costs each measurement ~100 ns; `docs/BENCHMARKS.md`). The status-dependent ones are bound
 //! on a status's first use, since most methods only ever see a few statuses.
 //!
-//! A call is recorded once, with the status its client got: when its reply's status is known
-//! (a unary reply, a trailers-only answer, a reply stream's trailers), or when it is dropped
-//! first: `DEADLINE_EXCEEDED` if its deadline has passed (the transport then answers that),
-//! `INTERNAL` if the drop comes from a panic in the handler or its stream (the transport
-//! answers that), `CANCELLED` otherwise (the client reset the stream or went away).
+//! A call is recorded once, when it ends, with the status its client got (`observe` decides
+//! when and which).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -23,15 +20,6 @@ use opentelemetry::metrics::{
     BoundCounter, BoundHistogram, Counter, Histogram, Meter, MeterProvider,
 };
 use tonic::Code;
-
-use crate::body::ResponseBody;
-use crate::deadline::{self, Deadline};
-use crate::future::FastFuture;
-use crate::handler::ResponseFuture;
-use std::convert::Infallible;
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll, ready};
 
 /// A66's bucket boundaries for latencies, in seconds.
 const LATENCY_BUCKETS: [f64; 41] = [
@@ -173,21 +161,14 @@ struct Ended {
 
 impl MethodMetrics {
     /// Counts a call as started, and meters it until it ends.
-    pub(crate) fn start(
-        self: &Arc<Self>,
-        started_at: Instant,
-        deadline: Option<Deadline>,
-    ) -> CallMeter {
+    pub(crate) fn start(self: &Arc<Self>, started_at: Instant) -> CallMeter {
         self.started.add(1);
         CallMeter {
             method: Arc::clone(self),
             started_at,
-            deadline,
             received: Received::Counted(0),
             sent: 0,
             sent_framing: Framing::default(),
-            busy: false,
-            ended: false,
         }
     }
 
@@ -222,19 +203,14 @@ enum Received {
     Streamed(Arc<AtomicU64>),
 }
 
-/// One call's measurements until it ends; recorded once, when it ends or is dropped.
+/// One call's measurements until it ends (`observe::Observed` says when, and how).
 pub(crate) struct CallMeter {
     method: Arc<MethodMetrics>,
     started_at: Instant,
-    deadline: Option<Deadline>,
     received: Received,
     sent: u64,
     /// Where the reply stream is in its gRPC framing (its frames may split messages anywhere).
     sent_framing: Framing,
-    /// Set while the handler or its reply stream runs: a drop while it is still set comes from
-    /// a panic there.
-    busy: bool,
-    ended: bool,
 }
 
 impl CallMeter {
@@ -261,23 +237,8 @@ impl CallMeter {
         self.sent += self.sent_framing.message_bytes(data);
     }
 
-    /// Marks the handler (or its reply stream) as running, or done running.
-    pub(crate) fn set_busy(&mut self, busy: bool) {
-        self.busy = busy;
-    }
-
-    /// Records the call as ended with `code`; later calls do nothing.
-    pub(crate) fn end(&mut self, code: Code) {
-        if std::mem::replace(&mut self.ended, true) {
-            return;
-        }
-        // A reply that comes after the deadline is replaced by DEADLINE_EXCEEDED, as the
-        // transport does (`transport::call`); a stream is cut at it with that status.
-        let code = if deadline::expired(self.deadline) {
-            Code::DeadlineExceeded
-        } else {
-            code
-        };
+    /// Records the call as ended with `code`.
+    pub(crate) fn end(&self, code: Code) {
         let received = match &self.received {
             Received::Counted(bytes) => *bytes,
             Received::Streamed(shared) => shared.load(Ordering::Relaxed),
@@ -291,80 +252,12 @@ impl CallMeter {
     }
 }
 
-impl Drop for CallMeter {
-    fn drop(&mut self) {
-        if self.ended {
-            return;
-        }
-        let code = if self.busy || std::thread::panicking() {
-            Code::Internal
-        } else if deadline::expired(self.deadline) {
-            Code::DeadlineExceeded
-        } else {
-            Code::Cancelled
-        };
-        self.end(code);
-    }
-}
-
 impl std::fmt::Debug for CallMeter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CallMeter")
             .field("method", &self.method)
             .field("sent", &self.sent)
-            .field("ended", &self.ended)
             .finish_non_exhaustive()
-    }
-}
-
-/// `response`, metered by `meter`: ended at once if the reply is whole (a unary reply, a
-/// trailers-only answer), else when the reply stream ends; a pending response is metered when
-/// it is ready, and recorded as dropped if it never is.
-pub(crate) fn metered(response: ResponseFuture, meter: CallMeter) -> ResponseFuture {
-    match response.into_ready() {
-        Ok(Ok(response)) => FastFuture::ok(meter_reply(response, meter)),
-        Ok(Err(never)) => match never {},
-        Err(pending) => FastFuture::boxed(Metered {
-            response: pending,
-            meter: Some(meter),
-        }),
-    }
-}
-
-fn meter_reply(
-    mut response: http::Response<ResponseBody>,
-    mut meter: CallMeter,
-) -> http::Response<ResponseBody> {
-    match status_in(response.headers()) {
-        // Trailers-only: the status is in the head, and there is no body.
-        Some(status) => meter.end(code_of(Some(status))),
-        None => response.body_mut().meter(meter),
-    }
-    response
-}
-
-pin_project_lite::pin_project! {
-    /// A pending response and its call's meter.
-    struct Metered {
-        #[pin]
-        response: ResponseFuture,
-        meter: Option<CallMeter>,
-    }
-}
-
-impl Future for Metered {
-    type Output = Result<http::Response<ResponseBody>, Infallible>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        let meter = this.meter.as_mut().expect("polled after completion");
-        // A panic while polling leaves the meter busy: its drop records INTERNAL.
-        meter.set_busy(true);
-        let polled = this.response.poll(cx);
-        meter.set_busy(false);
-        let result = ready!(polled);
-        let meter = this.meter.take().expect("polled after completion");
-        Poll::Ready(result.map(|response| meter_reply(response, meter)))
     }
 }
 
@@ -418,29 +311,6 @@ impl Framing {
     }
 }
 
-/// The code a `grpc-status` value names; `UNKNOWN` for anything else.
-pub(crate) fn code_of(value: Option<&http::HeaderValue>) -> Code {
-    let digit = |byte: u8| byte.is_ascii_digit().then(|| i32::from(byte - b'0'));
-    let code = match value.map(http::HeaderValue::as_bytes) {
-        Some(&[a]) => digit(a),
-        Some(&[a, b]) => digit(a).zip(digit(b)).map(|(a, b)| a * 10 + b),
-        _ => None,
-    };
-    code.map_or(Code::Unknown, Code::from)
-}
-
-/// The `grpc-status` of a head or trailers: found by a scan in the small maps gRPC replies
-/// have, cheaper than hashing the name.
-pub(crate) fn status_in(map: &http::HeaderMap) -> Option<&http::HeaderValue> {
-    const SCAN_LIMIT: usize = 8;
-    if map.len() > SCAN_LIMIT {
-        return map.get(crate::status::GRPC_STATUS);
-    }
-    map.iter()
-        .find(|(name, _)| *name == crate::status::GRPC_STATUS)
-        .map(|(_, value)| value)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -492,6 +362,7 @@ mod tests {
 
     #[test]
     fn grpc_status_values() {
+        use crate::status::code_of;
         let value = |text: &'static str| http::HeaderValue::from_static(text);
         assert_eq!(code_of(Some(&value("0"))), Code::Ok);
         assert_eq!(code_of(Some(&value("14"))), Code::Unavailable);

@@ -114,6 +114,29 @@ pub(crate) fn ok_trailers(metadata: HeaderMap) -> HeaderMap {
     trailers
 }
 
+/// The code a `grpc-status` value names; `UNKNOWN` for anything else.
+pub(crate) fn code_of(value: Option<&http::HeaderValue>) -> tonic::Code {
+    let digit = |byte: u8| byte.is_ascii_digit().then(|| i32::from(byte - b'0'));
+    let code = match value.map(http::HeaderValue::as_bytes) {
+        Some(&[a]) => digit(a),
+        Some(&[a, b]) => digit(a).zip(digit(b)).map(|(a, b)| a * 10 + b),
+        _ => None,
+    };
+    code.map_or(tonic::Code::Unknown, tonic::Code::from)
+}
+
+/// The `grpc-status` of a head or trailers: found by a scan in the small maps gRPC replies
+/// have, cheaper than hashing the name.
+pub(crate) fn status_in(map: &http::HeaderMap) -> Option<&http::HeaderValue> {
+    const SCAN_LIMIT: usize = 8;
+    if map.len() > SCAN_LIMIT {
+        return map.get(GRPC_STATUS);
+    }
+    map.iter()
+        .find(|(name, _)| *name == GRPC_STATUS)
+        .map(|(_, value)| value)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,7 +11,8 @@ use crate::FastFuture;
 use crate::body::RequestBody;
 use crate::handler::ResponseFuture;
 #[cfg(feature = "opentelemetry")]
-use crate::metrics::{Instruments, MethodMetrics};
+use crate::metrics::{CallMeter, Instruments, MethodMetrics};
+use crate::observe::Observed;
 use crate::status;
 use http::HeaderMap;
 
@@ -118,14 +119,27 @@ impl GrpcRouter {
         self.cors = cors;
     }
 
-    /// Answers a gRPC request: the service's answer, or `UNIMPLEMENTED` for an unknown one.
-    fn serve(&self, request: http::Request<RequestBody>) -> ResponseFuture {
+    /// Answers a gRPC request: the service's answer, or `UNIMPLEMENTED` for an unknown one;
+    /// observed (`observe`) if anything wants to see it.
+    fn serve(&self, mut request: http::Request<RequestBody>) -> ResponseFuture {
         let route = self.route(request.uri().path());
         #[cfg(feature = "opentelemetry")]
-        if let Some(metrics) = &self.metrics {
-            return serve_metered(metrics, route, request);
+        let meter = self
+            .metrics
+            .as_ref()
+            .map(|metrics| metrics.start(route, &request));
+        let observed = Observed::start(
+            &mut request,
+            #[cfg(feature = "opentelemetry")]
+            meter,
+        );
+        match observed {
+            None => serve_route(route, request),
+            Some(mut observed) => {
+                let response = observed.run(|| serve_route(route, request));
+                crate::observe::observed(response, observed)
+            }
         }
-        serve_route(route, request)
     }
 
     fn route(&self, path: &str) -> Option<&Route> {
@@ -148,32 +162,21 @@ fn serve_route(route: Option<&Route>, request: http::Request<RequestBody>) -> Re
     }
 }
 
-/// [`serve_route`], metered: the call counts as started now, and is recorded when it ends.
 #[cfg(feature = "opentelemetry")]
-fn serve_metered(
-    metrics: &Metrics,
-    route: Option<&Route>,
-    mut request: http::Request<RequestBody>,
-) -> ResponseFuture {
-    let started_at = std::time::Instant::now();
-    let method = route
-        .and_then(|route| {
-            let (_, method) = request.uri().path().rsplit_once('/')?;
-            let (_, metrics) = route.methods.iter().find(|(name, _)| *name == method)?;
-            Some(metrics)
-        })
-        .unwrap_or(&metrics.other);
-    let deadline = request.extensions().get::<crate::Deadline>().copied();
-    let mut meter = method.start(started_at, deadline);
-    match request.body().whole() {
-        Some(body) => meter.received_whole(body),
-        None => request.body_mut().count_into(meter.received_stream()),
+impl Metrics {
+    /// Counts a call of `route` as started: under its method's name if the route's service
+    /// declares it, `other` if not.
+    fn start(&self, route: Option<&Route>, request: &http::Request<RequestBody>) -> CallMeter {
+        let started_at = std::time::Instant::now();
+        let method = route
+            .and_then(|route| {
+                let (_, method) = request.uri().path().rsplit_once('/')?;
+                let (_, metrics) = route.methods.iter().find(|(name, _)| *name == method)?;
+                Some(metrics)
+            })
+            .unwrap_or(&self.other);
+        method.start(started_at)
     }
-    // A panic in the handler drops the meter while it is busy: it records INTERNAL.
-    meter.set_busy(true);
-    let response = serve_route(route, request);
-    meter.set_busy(false);
-    crate::metrics::metered(response, meter)
 }
 
 /// The metrics of each method `service` declares, labelled `name/method`.
