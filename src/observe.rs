@@ -148,23 +148,28 @@ impl std::fmt::Debug for Observed {
 /// propagator installed with `opentelemetry::global::set_text_map_propagator`) becomes its
 /// parent.
 fn call_span(request: &http::Request<RequestBody>) -> Span {
-    let path = request.uri().path();
-    let name = path.strip_prefix('/').unwrap_or(path);
-    let (service, method) = name.split_once('/').unwrap_or((name, ""));
+    use tracing::field::Empty;
     let span = tracing::info_span!(
         target: "fastgrpc::call",
         "grpc.server",
-        otel.name = name,
+        otel.name = Empty,
         otel.kind = "server",
         rpc.system = "grpc",
-        rpc.service = service,
-        rpc.method = method,
-        rpc.grpc.status_code = tracing::field::Empty,
+        rpc.service = Empty,
+        rpc.method = Empty,
+        rpc.grpc.status_code = Empty,
     );
-    #[cfg(feature = "opentelemetry")]
-    if !span.is_disabled() {
-        parent_from(&span, request.headers());
+    if span.is_disabled() {
+        return span;
     }
+    let path = request.uri().path();
+    let name = path.strip_prefix('/').unwrap_or(path);
+    let (service, method) = name.split_once('/').unwrap_or((name, ""));
+    span.record("otel.name", name);
+    span.record("rpc.service", service);
+    span.record("rpc.method", method);
+    #[cfg(feature = "opentelemetry")]
+    parent_from(&span, request.headers());
     span
 }
 
