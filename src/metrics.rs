@@ -237,16 +237,18 @@ impl CallMeter {
         self.sent += self.sent_framing.message_bytes(data);
     }
 
-    /// Records the call as ended with `code`.
-    pub(crate) fn end(&self, code: Code) {
+    /// Records the call as ended with `code`, at `ended_at`.
+    pub(crate) fn end(&self, code: Code, ended_at: Instant) {
         let received = match &self.received {
             Received::Counted(bytes) => *bytes,
             Received::Streamed(shared) => shared.load(Ordering::Relaxed),
         };
         let ended = self.method.ended(code);
-        ended
-            .duration
-            .record(self.started_at.elapsed().as_secs_f64());
+        ended.duration.record(
+            ended_at
+                .saturating_duration_since(self.started_at)
+                .as_secs_f64(),
+        );
         ended.sent.record(self.sent);
         ended.received.record(received);
     }

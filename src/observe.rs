@@ -17,6 +17,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
+use http_body::Body as _;
 use tonic::Code;
 use tracing::Span;
 
@@ -79,7 +80,10 @@ impl Observed {
     /// `INTERNAL`.
     pub(crate) fn run<T>(&mut self, call: impl FnOnce() -> T) -> T {
         self.busy = true;
-        let result = self.span.in_scope(call);
+        let result = match self.span.is_disabled() {
+            true => call(),
+            false => self.span.in_scope(call),
+        };
         self.busy = false;
         result
     }
@@ -106,7 +110,7 @@ impl Observed {
         self.span.record("rpc.grpc.status_code", code as i32);
         #[cfg(feature = "opentelemetry")]
         if let Some(meter) = &self.meter {
-            meter.end(code);
+            meter.end(code, crate::handler::clock::call_ending());
         }
     }
 
@@ -211,10 +215,11 @@ fn observe_reply(
     mut response: http::Response<ResponseBody>,
     mut observed: Observed,
 ) -> http::Response<ResponseBody> {
-    match status_in(response.headers()) {
-        // Trailers-only: the status is in the head, and there is no body.
-        Some(status) => observed.end(code_of(Some(status))),
-        None => response.body_mut().observe(observed),
+    // A trailers-only answer has its status in the head, and no body.
+    if response.body().is_end_stream() {
+        observed.end(code_of(status_in(response.headers())));
+    } else {
+        response.body_mut().observe(observed);
     }
     response
 }

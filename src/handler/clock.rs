@@ -7,6 +7,9 @@
 //! its end reading; the driver takes that as the call's end, or reads the clock itself if the
 //! call had no `impl` step (an error answer, a hosted tower service).
 //!
+//! A call's metrics take the same readings: its start, and, for a reply handed back within the
+//! driver's poll, the `impl` step's end reading as its end.
+//!
 //! Invariant: `STARTED` is set only while the driver serves a call on this thread. A call
 //! polled anywhere else (a spawned task, a tower layer's worker, tonic's server) finds it empty
 //! and reads the clock itself; tasks never run inside the driver's poll, so they cannot see a
@@ -35,8 +38,9 @@ pub(crate) fn close_call() -> Instant {
     POLLED.take().unwrap_or_else(Instant::now)
 }
 
-/// In the `impl` step: when this call started, as far as the driver knows, or now.
-pub(super) fn call_started() -> Instant {
+/// When this call started, as far as the driver knows, or now: for the `impl` step, and for
+/// the call's metrics.
+pub(crate) fn call_started() -> Instant {
     STARTED.get().unwrap_or_else(Instant::now)
 }
 
@@ -47,6 +51,16 @@ pub(super) fn first_poll_ended() -> Instant {
         POLLED.set(Some(now));
     }
     now
+}
+
+/// Now, for a call's metrics as it ends: the `impl` step's end reading if the driver is
+/// serving the call inline and it took one (the reply is then being handed back, within the
+/// same poll), else the clock.
+pub(crate) fn call_ending() -> Instant {
+    match (STARTED.get(), POLLED.get()) {
+        (Some(_), Some(polled)) => polled,
+        _ => Instant::now(),
+    }
 }
 
 #[cfg(test)]
@@ -69,5 +83,14 @@ mod tests {
             close_call() > polled,
             "a call without an impl step reads the clock"
         );
+        open_call(opened);
+        let polled = first_poll_ended();
+        assert_eq!(
+            call_ending(),
+            polled,
+            "an inline call ends at its impl step's reading"
+        );
+        close_call();
+        assert!(call_ending() > polled, "outside the driver, the clock");
     }
 }

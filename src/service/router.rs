@@ -167,10 +167,11 @@ impl Metrics {
     /// Counts a call of `route` as started: under its method's name if the route's service
     /// declares it, `other` if not.
     fn start(&self, route: Option<&Route>, request: &http::Request<RequestBody>) -> CallMeter {
-        let started_at = std::time::Instant::now();
+        let started_at = crate::handler::clock::call_started();
         let method = route
             .and_then(|route| {
-                let (_, method) = request.uri().path().rsplit_once('/')?;
+                // The route matched `/{route.name}/`: the method is the rest.
+                let method = request.uri().path().get(route.name.len() + 2..)?;
                 let (_, metrics) = route.methods.iter().find(|(name, _)| *name == method)?;
                 Some(metrics)
             })
