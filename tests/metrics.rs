@@ -150,13 +150,17 @@ struct Point {
 
 impl Metered {
     async fn start() -> Metered {
+        Self::start_with(TestServiceServer::new(Service)).await
+    }
+
+    async fn start_with(service: TestServiceServer<Service>) -> Metered {
         let exporter = InMemoryMetricExporter::default();
         let provider = SdkMeterProvider::builder()
             .with_reader(PeriodicReader::builder(exporter.clone()).build())
             .build();
         let builder = Server::builder()
             .meter_provider(&provider)
-            .add_service(TestServiceServer::new(Service));
+            .add_service(service);
         Metered {
             server: TestServer::start(builder).await,
             provider,
@@ -340,6 +344,34 @@ async fn unary_calls_by_method_and_status_with_their_message_bytes() {
 }
 
 #[tokio::test]
+async fn calls_started_in_tasks_are_metered_as_inline_ones() {
+    let metered = Metered::start_with(TestServiceServer::new(Service).run_inline(false)).await;
+    let request = simple(10);
+    for _ in 0..2 {
+        let answer = raw_grpc(
+            metered.server.addr,
+            &format!("/{UNARY}"),
+            frame(&request.encode_to_vec()),
+        )
+        .await;
+        assert_eq!(answer.grpc_status(), Some("0"));
+    }
+    let reply = SimpleResponse {
+        payload: Some(zeros(10)),
+        ..Default::default()
+    };
+    assert_call(
+        &metered,
+        UNARY,
+        "OK",
+        2,
+        2 * reply.encoded_len() as u64,
+        2 * request.encoded_len() as u64,
+    );
+    metered.server.stop().await;
+}
+
+#[tokio::test]
 async fn streaming_calls_of_each_kind() {
     let metered = Metered::start().await;
     let addr = metered.server.addr;
@@ -465,6 +497,20 @@ async fn grpc_web_calls_are_metered_as_grpc() {
     )
     .await;
     assert_eq!(answer.status, 200);
+    // And over HTTP/1.1, as browsers without TLS call.
+    let body = frame(&request.encode_to_vec());
+    let mut http1 = format!(
+        "POST /{UNARY} HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/grpc-web+proto\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    http1.extend_from_slice(&body);
+    let answer = http1_exchange(metered.server.addr, &http1).await;
+    assert!(
+        answer.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
     let reply = SimpleResponse {
         payload: Some(zeros(7)),
         ..Default::default()
@@ -473,9 +519,9 @@ async fn grpc_web_calls_are_metered_as_grpc() {
         &metered,
         UNARY,
         "OK",
-        1,
-        reply.encoded_len() as u64,
-        request.encoded_len() as u64,
+        2,
+        2 * reply.encoded_len() as u64,
+        2 * request.encoded_len() as u64,
     );
     metered.server.stop().await;
 }
@@ -688,4 +734,18 @@ async fn the_examples_prometheus_endpoint_serves_the_instruments_by_their_promet
     assert!(status.contains("404"), "{status}");
     serving.abort();
     server.stop().await;
+}
+
+/// Writes `request` to `addr` over a fresh TCP connection and reads the answer until the
+/// server closes it.
+async fn http1_exchange(addr: std::net::SocketAddr, request: &[u8]) -> Vec<u8> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request).await.unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut answer))
+        .await
+        .expect("an answer within 10 s")
+        .unwrap();
+    answer
 }
