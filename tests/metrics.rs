@@ -300,6 +300,19 @@ fn simple(size: i32) -> SimpleRequest {
     }
 }
 
+/// `calls` calls of `simple(size)` recorded as `OK`, with their messages' bytes.
+fn assert_unary_ok(metered: &Metered, calls: u64, size: i32) {
+    let reply = SimpleResponse {
+        payload: Some(zeros(size)),
+        ..Default::default()
+    };
+    let (sent, received) = (
+        reply.encoded_len() as u64,
+        simple(size).encoded_len() as u64,
+    );
+    assert_call(metered, UNARY, "OK", calls, calls * sent, calls * received);
+}
+
 #[tokio::test]
 async fn unary_calls_by_method_and_status_with_their_message_bytes() {
     let metered = Metered::start().await;
@@ -309,15 +322,7 @@ async fn unary_calls_by_method_and_status_with_their_message_bytes() {
         let answer = raw_grpc(metered.server.addr, &path, frame(&request.encode_to_vec())).await;
         assert_eq!(answer.grpc_status(), Some("0"));
     }
-    let expected_reply = SimpleResponse {
-        payload: Some(zeros(100)),
-        ..Default::default()
-    };
-    let (sent, received) = (
-        expected_reply.encoded_len() as u64,
-        request.encoded_len() as u64,
-    );
-    assert_call(&metered, UNARY, "OK", 3, 3 * sent, 3 * received);
+    assert_unary_ok(&metered, 3, 100);
     let started = metered.of(STARTED, UNARY);
     assert_eq!(started.len(), 1);
     assert_eq!((started[0].sum, started[0].status.as_ref()), (3.0, None));
@@ -356,18 +361,7 @@ async fn calls_started_in_tasks_are_metered_as_inline_ones() {
         .await;
         assert_eq!(answer.grpc_status(), Some("0"));
     }
-    let reply = SimpleResponse {
-        payload: Some(zeros(10)),
-        ..Default::default()
-    };
-    assert_call(
-        &metered,
-        UNARY,
-        "OK",
-        2,
-        2 * reply.encoded_len() as u64,
-        2 * request.encoded_len() as u64,
-    );
+    assert_unary_ok(&metered, 2, 10);
     metered.server.stop().await;
 }
 
@@ -511,18 +505,7 @@ async fn grpc_web_calls_are_metered_as_grpc() {
         "{}",
         String::from_utf8_lossy(&answer)
     );
-    let reply = SimpleResponse {
-        payload: Some(zeros(7)),
-        ..Default::default()
-    };
-    assert_call(
-        &metered,
-        UNARY,
-        "OK",
-        2,
-        2 * reply.encoded_len() as u64,
-        2 * request.encoded_len() as u64,
-    );
+    assert_unary_ok(&metered, 2, 7);
     metered.server.stop().await;
 }
 
@@ -643,15 +626,8 @@ fn point_sum(metered: &Metered, name: &str, method: &str, status: &str) -> f64 {
 
 /// GET `path` from `addr` over HTTP/1.1: the status line and the body.
 async fn http_get(addr: std::net::SocketAddr, path: &str) -> (String, String) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     let request = format!("GET {path} HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut answer = String::new();
-    tokio::time::timeout(Duration::from_secs(10), stream.read_to_string(&mut answer))
-        .await
-        .expect("the endpoint answers within 10 s")
-        .unwrap();
+    let answer = String::from_utf8(http1_exchange(addr, request.as_bytes()).await).unwrap();
     let (head, body) = answer.split_once("\r\n\r\n").expect("a head and a body");
     (head.lines().next().unwrap().to_owned(), body.to_owned())
 }
