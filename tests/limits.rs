@@ -498,3 +498,68 @@ async fn late_data_for_calls_answered_early_never_costs_the_connection() {
     drop(client);
     server.stop().await;
 }
+
+/// A peer that goes on sending after the final GOAWAY (as HAProxy does, opening streams it
+/// will retry elsewhere) still reads the whole close: fastgrpc's engine half-closes, then reads
+/// and drops what comes until the peer closes too. Closing with that data unread would make
+/// the kernel send RST, and the peer's kernel drop what it had not read yet (the final GOAWAY
+/// here, a reply's trailers behind a proxy).
+#[tokio::test]
+async fn a_peer_still_sending_after_the_final_goaway_gets_a_clean_close_not_a_reset() {
+    let mut server = TestServer::start(
+        Server::builder()
+            .http2_engine(fastgrpc::Http2Engine::Fastgrpc)
+            .add_service(greeter()),
+    )
+    .await;
+    let mut tcp = TcpStream::connect(server.addr).await.unwrap();
+    tcp.set_nodelay(true).unwrap();
+    tcp.write_all(PREFACE).await.unwrap();
+    still_serves(&server).await;
+    server.begin_stop();
+
+    // The shutdown PING: answered at once, so the final GOAWAY follows it.
+    let mut received = Vec::new();
+    let mut buf = [0u8; 4096];
+    let ping = loop {
+        let frames = raw_frames::parse(&received);
+        if let Some(ping) = frames.iter().find(|f| f.kind == 0x6 && f.flags == 0) {
+            break ping.payload.clone();
+        }
+        let n = tokio::time::timeout(Duration::from_secs(10), tcp.read(&mut buf))
+            .await
+            .expect("the shutdown PING within 10 s")
+            .unwrap();
+        assert!(n > 0, "closed before the shutdown PING");
+        received.extend_from_slice(&buf[..n]);
+    };
+    let (mut reader, mut writer) = tcp.into_split();
+    writer
+        .write_all(&raw_frames::frame(0x6, 0x1, 0, &ping))
+        .await
+        .unwrap();
+    // Then PINGs for 300 ms, unread by us, arriving after the server decided to close.
+    let keep_sending = tokio::spawn(async move {
+        let until = Instant::now() + Duration::from_millis(300);
+        let ping = raw_frames::frame(0x6, 0, 0, &[7; 8]);
+        while Instant::now() < until {
+            if writer.write_all(&ping).await.is_err() {
+                return Err("the server reset the connection while the peer was sending");
+            }
+            tokio::task::yield_now().await;
+        }
+        let _ = writer.shutdown().await;
+        Ok(())
+    });
+    let read_all = tokio::time::timeout(Duration::from_secs(10), reader.read_to_end(&mut received))
+        .await
+        .expect("the server closed within 10 s");
+    assert!(
+        read_all.is_ok(),
+        "the close was a reset, not a FIN: {read_all:?}"
+    );
+    keep_sending.await.unwrap().unwrap();
+    let goaways = raw_frames::goaway_last_stream_ids(&raw_frames::parse(&received));
+    assert_eq!(goaways, [(1 << 31) - 1, 0], "both GOAWAYs arrived");
+    server.stop_within(Duration::from_secs(10)).await;
+}
