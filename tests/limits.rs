@@ -500,15 +500,25 @@ async fn late_data_for_calls_answered_early_never_costs_the_connection() {
 }
 
 /// A peer that goes on sending after the final GOAWAY (as HAProxy does, opening streams it
-/// will retry elsewhere) still reads the whole close: fastgrpc's engine half-closes, then reads
-/// and drops what comes until the peer closes too. Closing with that data unread would make
-/// the kernel send RST, and the peer's kernel drop what it had not read yet (the final GOAWAY
-/// here, a reply's trailers behind a proxy).
+/// will retry elsewhere) still reads the whole close, on either engine: the socket is
+/// half-closed, then what comes is read and dropped until the peer closes too
+/// (`transport/linger.rs`). Closing with that data unread would make the kernel send RST, and
+/// the peer's kernel drop what it had not read yet (the final GOAWAY here, a reply's trailers
+/// behind a proxy).
 #[tokio::test]
 async fn a_peer_still_sending_after_the_final_goaway_gets_a_clean_close_not_a_reset() {
+    for engine in [
+        fastgrpc::Http2Engine::Fastgrpc,
+        fastgrpc::Http2Engine::H2Crate,
+    ] {
+        still_sending_after_the_final_goaway(engine).await;
+    }
+}
+
+async fn still_sending_after_the_final_goaway(engine: fastgrpc::Http2Engine) {
     let mut server = TestServer::start(
         Server::builder()
-            .http2_engine(fastgrpc::Http2Engine::Fastgrpc)
+            .http2_engine(engine)
             .add_service(greeter()),
     )
     .await;
@@ -556,10 +566,15 @@ async fn a_peer_still_sending_after_the_final_goaway_gets_a_clean_close_not_a_re
         .expect("the server closed within 10 s");
     assert!(
         read_all.is_ok(),
-        "the close was a reset, not a FIN: {read_all:?}"
+        "{engine:?}: the close was a reset, not a FIN: {read_all:?}"
     );
-    keep_sending.await.unwrap().unwrap();
+    let sent = keep_sending.await.unwrap();
+    assert!(sent.is_ok(), "{engine:?}: {sent:?}");
     let goaways = raw_frames::goaway_last_stream_ids(&raw_frames::parse(&received));
-    assert_eq!(goaways, [(1 << 31) - 1, 0], "both GOAWAYs arrived");
+    assert_eq!(
+        goaways,
+        [(1 << 31) - 1, 0],
+        "{engine:?}: both GOAWAYs arrived"
+    );
     server.stop_within(Duration::from_secs(10)).await;
 }

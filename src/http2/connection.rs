@@ -41,11 +41,6 @@ use crate::handler::{Panic, ResponseFuture, clock, panic_status};
 use crate::server::Shared;
 use crate::status;
 use crate::transport::config::{DRAIN_PROBE, FINAL_GOAWAY_WAIT, SHUTDOWN_PING_WAIT};
-
-/// How long a gracefully closed connection goes on reading (and dropping) what its peer still
-/// sends before it closes the socket: long enough for a peer that saw our GOAWAY to stop and
-/// close, short enough that a peer that never does holds nothing for long.
-const LINGER: Duration = Duration::from_secs(1);
 use crate::transport::{Activity, ConnectInfo, Started, finish_call, start_call};
 
 /// The client connection preface (RFC 9113 §3.4).
@@ -272,9 +267,9 @@ pub(crate) struct Connection<IO> {
     peer_goaway: bool,
     /// The error we send GOAWAY for; the connection closes once it is written.
     failed: Option<(Reason, &'static str)>,
-    /// Set once a graceful close has half-closed the socket: what is still read is dropped
-    /// until the peer closes too or `LINGER` passes (`ack_timer`), then the connection ends.
-    lingering: bool,
+    /// Set once a graceful end has begun shutting the socket down: nothing is read or written
+    /// any more, and the connection ends when the shutdown does.
+    closing: bool,
     outbox: Arc<Outbox>,
     taken: Taken,
     /// Timers: the next keepalive or drain ping (or its timeout), the shutdown PING's wait,
@@ -397,7 +392,7 @@ where
             drain: Drain::Open,
             peer_goaway: false,
             failed: None,
-            lingering: false,
+            closing: false,
             outbox: Arc::new(Outbox::default()),
             taken: Taken::default(),
             ping_timer: Box::pin(tokio::time::sleep_until(
@@ -477,8 +472,8 @@ where
         if self.out.buf.capacity() == 0 {
             self.out.buf = buffers::take();
         }
-        if self.lingering {
-            return self.poll_linger(cx);
+        if self.closing {
+            return self.poll_shutdown(cx);
         }
         for _ in 0..16 {
             self.outbox.register(cx.waker());
@@ -545,7 +540,8 @@ where
     }
 
     /// Closes once a failure's GOAWAY or the final GOAWAY has been written and nothing is left:
-    /// at once after a failure; after a graceful end, by lingering first (`poll_linger`).
+    /// at once after a failure; after a graceful end, once the socket's shutdown is done (it
+    /// lingers for the peer to close, `transport::linger`), reading nothing more meanwhile.
     fn poll_close(&mut self, cx: &mut Context<'_>) -> Option<Ended> {
         let done = match self.failed {
             Some(_) => true,
@@ -554,37 +550,22 @@ where
         if !done || !self.out.is_empty() {
             return None;
         }
-        let _ = Pin::new(&mut self.io).poll_shutdown(cx);
         if let Some((reason, why)) = self.failed {
+            let _ = Pin::new(&mut self.io).poll_shutdown(cx);
             return Some(Ended::Error(format!("{why} ({reason:?})")));
         }
-        self.lingering = true;
-        self.ack_timer.as_mut().reset(Instant::now() + LINGER);
-        match self.poll_linger(cx) {
+        self.closing = true;
+        match self.poll_shutdown(cx) {
             Poll::Ready(ended) => Some(ended),
             Poll::Pending => None,
         }
     }
 
-    /// After a graceful close's half-close: reads and drops what the peer still sends, until it
-    /// closes too or `LINGER` passes. A socket closed with unread data makes the kernel answer
-    /// RST, and a peer's kernel that gets RST drops what it has received and not yet read: the
-    /// end of our last replies (a proxy that opened streams after our GOAWAY then loses a
-    /// reply's trailers). What is read is at most a buffer at a time, and never parsed.
-    fn poll_linger(&mut self, cx: &mut Context<'_>) -> Poll<Ended> {
-        for _ in 0..READS_PER_ROUND {
-            self.read_buf.clear();
-            match self.poll_read(cx) {
-                Poll::Ready(Ok(_)) => {}
-                Poll::Ready(Err(_)) => return Poll::Ready(Ended::Closed),
-                Poll::Pending => break,
-            }
-        }
-        self.read_buf.clear();
-        match self.ack_timer.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Ended::Closed),
-            Poll::Pending => Poll::Pending,
-        }
+    /// Shuts the socket down after a graceful end; the connection has ended once it is done.
+    fn poll_shutdown(&mut self, cx: &mut Context<'_>) -> Poll<Ended> {
+        Pin::new(&mut self.io)
+            .poll_shutdown(cx)
+            .map(|_| Ended::Closed)
     }
 
     /// A connection error: GOAWAY with its reason; everything else stops.

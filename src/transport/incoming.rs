@@ -259,6 +259,8 @@ async fn http2<IO>(
 ) where
     IO: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
+    // Both engines close the socket through it: their last replies are never lost to a RST.
+    let io = super::linger::LingeringClose::new(io);
     match shared.connection.engine {
         Http2Engine::H2Crate => {
             h2_engine::serve(io, info, handshake_deadline, shared, shutdown).await;

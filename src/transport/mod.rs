@@ -3,7 +3,8 @@
 //! hyper (`http1`), the h2 crate's HTTP/2 engine (`h2_engine`; fastgrpc's own is
 //! `crate::http2`), connection settings and limits (`config`), connection and task counts
 //! (`activity`), what handlers may learn of a connection (`connect_info`), and how every
-//! transport starts a call and enforces its deadline (`call`).
+//! transport starts a call and enforces its deadline (`call`); both HTTP/2 engines close their
+//! sockets through `linger`.
 
 mod activity;
 mod call;
@@ -12,6 +13,7 @@ mod connect_info;
 mod h2_engine;
 mod http1;
 pub(crate) mod incoming;
+mod linger;
 mod sniff;
 #[cfg(feature = "tls")]
 pub(crate) mod tls;
