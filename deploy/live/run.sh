@@ -31,12 +31,6 @@ if ((${#scenarios[@]} == 0)); then
 fi
 for scenario in "${scenarios[@]}"; do
     for proxy in haproxy nginx; do
-        if [[ "$proxy/$scenario" == haproxy/max-connection-age && "${FASTGRPC_HTTP2_ENGINE:-fastgrpc}" == h2 ]]; then
-            # On the h2 engine 1 to 3 calls in ~5,600 lose their trailers behind HAProxy when
-            # connections age every 2 s (docs/DEPLOYMENT.md); fastgrpc's engine passes it.
-            echo "== live: $proxy, $scenario: skipped on the h2 engine (a known loss, see docs/DEPLOYMENT.md)"
-            continue
-        fi
         echo "== live: $proxy, $scenario"
         "$venv/bin/python" deploy/live/live.py --proxy "$proxy" --scenario "$scenario" \
             --server target/debug/examples/greeter_server --out "target/live/$proxy-$scenario.json"
