@@ -42,15 +42,13 @@ pub(crate) struct Observed {
 }
 
 impl Observed {
-    /// Starts observing `request`, a call of `path` (`/package.Service/Method`): `None` when
-    /// nothing is to be observed.
+    /// Starts observing `request` (with `meter`, its metrics if the server records them):
+    /// `None` when nothing is to be observed.
     pub(crate) fn start(
         request: &mut http::Request<RequestBody>,
-        #[cfg(feature = "opentelemetry")] meter: Option<CallMeter>,
+        #[cfg(feature = "opentelemetry")] mut meter: Option<CallMeter>,
     ) -> Option<Observed> {
         let span = call_span(request);
-        #[cfg(feature = "opentelemetry")]
-        let mut meter = meter;
         #[cfg(feature = "opentelemetry")]
         let metered = meter.is_some();
         #[cfg(not(feature = "opentelemetry"))]
@@ -146,14 +144,15 @@ impl std::fmt::Debug for Observed {
 }
 
 /// The span of a call: `grpc.server` with OpenTelemetry's RPC attributes (`otel.name` is the
-/// name `tracing-opentelemetry` gives the exported span), at `INFO` level for target
-/// `fastgrpc::call`. Its fields are computed only if a subscriber wants it. With the
+/// name `tracing-opentelemetry` gives the exported span), at `DEBUG` level for target
+/// `fastgrpc::call`, as tower-http's `TraceLayer` has its spans: an application logging at
+/// `INFO` pays nothing for them. Its fields are computed only if a subscriber wants it. With the
 /// `opentelemetry` feature, the client's trace context (`traceparent`, through the
 /// propagator installed with `opentelemetry::global::set_text_map_propagator`) becomes its
 /// parent.
 fn call_span(request: &http::Request<RequestBody>) -> Span {
     use tracing::field::Empty;
-    let span = tracing::info_span!(
+    let span = tracing::debug_span!(
         target: "fastgrpc::call",
         "grpc.server",
         otel.name = Empty,
