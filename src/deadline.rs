@@ -1,7 +1,7 @@
 //! Deadlines (`grpc-timeout`) and idle timeouts that reset in place.
 //!
 //! A client states how long it will wait for a call in the `grpc-timeout` request header;
-//! [`request_deadline`] reads it (strictly, see [`parse_grpc_timeout`]) and combines it with a
+//! [`request_timeout`] reads it (strictly, see [`parse_grpc_timeout`]) and combines it with a
 //! server-wide default, and a [`Deadline`] is what a handler finds in its request's extensions.
 //!
 //! Streams need a second kind of limit: how long the server waits for the *next* message of a
@@ -59,7 +59,7 @@ const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
 /// working for nobody. Every mainstream client (grpc-go, grpc-java, grpc-core, tonic) encodes
 /// timeouts that parse here, so only a broken client or proxy is affected, and it gets a
 /// message saying why. A server that prefers tonic's leniency can write
-/// `request_deadline(headers, default).unwrap_or(default)`.
+/// `request_timeout(headers, default).unwrap_or(default)`.
 pub(crate) fn parse_grpc_timeout(value: &HeaderValue) -> Result<Duration, Status> {
     let bytes = value.as_bytes();
     let Some((&unit, digits)) = bytes.split_last() else {
@@ -118,7 +118,7 @@ fn malformed(value: &[u8], reason: &str) -> Status {
 /// should assume an infinite timeout").
 ///
 /// A malformed `grpc-timeout` is an error; see [`parse_grpc_timeout`] for why.
-pub(crate) fn request_deadline(
+pub(crate) fn request_timeout(
     headers: &HeaderMap,
     server_default: Option<Duration>,
 ) -> Result<Option<Duration>, Status> {
@@ -426,7 +426,7 @@ pub(crate) fn call_deadline<B>(
     request: &mut http::Request<B>,
     default_timeout: Option<Duration>,
 ) -> Result<Option<Deadline>, Status> {
-    let deadline = request_deadline(request.headers(), default_timeout)?.map(Deadline::after);
+    let deadline = request_timeout(request.headers(), default_timeout)?.map(Deadline::after);
     if let Some(deadline) = deadline {
         request.extensions_mut().insert(deadline);
     }
@@ -583,7 +583,7 @@ mod tests {
         ];
         for (header, default, expected) in cases {
             assert_eq!(
-                request_deadline(&headers(header), default).unwrap(),
+                request_timeout(&headers(header), default).unwrap(),
                 expected,
                 "{header:?} with {default:?}"
             );
@@ -593,7 +593,7 @@ mod tests {
     #[test]
     fn malformed_client_timeout_is_an_error_even_with_a_default() {
         let error =
-            request_deadline(&headers(Some("soon")), Some(Duration::from_secs(1))).unwrap_err();
+            request_timeout(&headers(Some("soon")), Some(Duration::from_secs(1))).unwrap_err();
         assert_eq!(error.code(), Code::Internal);
     }
 

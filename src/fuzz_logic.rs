@@ -356,7 +356,7 @@ pub fn headers(data: &[u8]) {
 
     // The deadline: the client's and the server's, whichever is shorter.
     let client = headers.get(deadline::GRPC_TIMEOUT).map(reference_timeout);
-    match (deadline::request_deadline(&headers, server_default), client) {
+    match (deadline::request_timeout(&headers, server_default), client) {
         (Err(status), Some(None)) => assert_code(&status, &[Code::Internal], "grpc-timeout"),
         (Ok(deadline), None) => assert_eq!(deadline, server_default),
         (Ok(deadline), Some(Some(client))) => {
@@ -365,7 +365,7 @@ pub fn headers(data: &[u8]) {
                 Some(server_default.map_or(client, |s| s.min(client)))
             );
         }
-        (result, client) => panic!("request_deadline {result:?}, reference {client:?}"),
+        (result, client) => panic!("request_timeout {result:?}, reference {client:?}"),
     }
 
     request_encoding(&headers, &enabled);

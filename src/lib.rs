@@ -37,7 +37,8 @@ pub mod codegen;
 #[cfg(feature = "__fuzz")]
 #[doc(hidden)]
 pub mod fuzz_logic;
-// `fuzz_logic` names this crate `fastgrpc`, as the fuzz targets see it.
+// `fuzz_logic` names this crate `fastgrpc`, as code outside it would (it also reaches private
+// modules, which the fuzz targets themselves cannot).
 #[cfg(feature = "__fuzz")]
 extern crate self as fastgrpc;
 

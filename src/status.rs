@@ -1,4 +1,5 @@
-//! The `recover` step: turning a call's outcome into gRPC response headers and trailers.
+//! A call's status as gRPC response headers and trailers (what the `recover` step,
+//! `handler::respond`, and every whole answer send).
 //!
 //! A call that fails before sending a message answers *trailers-only*: one HEADERS frame that
 //! carries `grpc-status` (and `grpc-message`) and ends the stream. A call that succeeds sends

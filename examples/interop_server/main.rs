@@ -1,9 +1,10 @@
 //! The gRPC interop test server (`grpc.testing.TestService`), for interop clients of any
 //! language: `cargo run --example interop_server -- --port 10000`.
 //!
-//! Serves the unary methods (`EmptyCall`, `UnaryCall`). `UnimplementedCall` is deliberately
-//! left out, so callers get `UNIMPLEMENTED`, as the interop suite expects; streaming methods
-//! are not served yet either.
+//! Serves the unary methods (`EmptyCall`, `UnaryCall`) and the streaming ones
+//! (`StreamingOutputCall`, `StreamingInputCall`, `FullDuplexCall`, `HalfDuplexCall`).
+//! `UnimplementedCall` is deliberately left out, so callers get `UNIMPLEMENTED`, as the interop
+//! suite expects.
 //!
 //! Options: `--port N` (default 10000), `--host ADDR` (default 127.0.0.1).
 

@@ -192,7 +192,7 @@ impl MethodConfig<'_> {
 
 /// The `impl` step of a call that is already in a task (its request body was still arriving):
 /// the method's future, panics contained, polled once in place.
-pub(super) fn invoke_in_task<T, F>(method: Contained<F>) -> FastFuture<T, Status>
+pub(super) fn invoke_in_place<T, F>(method: Contained<F>) -> FastFuture<T, Status>
 where
     T: Send + 'static,
     F: Future<Output = Result<T, Status>> + Send + 'static,

@@ -11,7 +11,7 @@ use prost::Message;
 use tonic::Status;
 
 use super::Contained;
-use super::adaptive::invoke_in_task;
+use super::adaptive::invoke_in_place;
 use super::{
     Invoked, MethodConfig, ReplyCodec, RequestHead, ResponseFuture, reply_headers, respond,
 };
@@ -69,7 +69,7 @@ where
         Ok(Err(status)) => FastFuture::err(status),
         // The call waits for its body, so it is spawned already.
         Err(pending) => pending.and_then(move |decoded| {
-            invoke_in_task(Contained::new(method(decoded.into_request(head))))
+            invoke_in_place(Contained::new(method(decoded.into_request(head))))
         }),
     };
     Ok((reply, encodings.reply))

@@ -43,7 +43,7 @@ impl TestServer {
         format!("http://{}", self.addr)
     }
 
-    /// Asks for a graceful shutdown; returns the task so the caller can await its end.
+    /// Asks for a graceful shutdown, without waiting for it ([`TestServer::stop`] waits).
     pub fn begin_stop(&mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
