@@ -99,18 +99,31 @@ fn pending_future_is_boxed() {
         "Box of a zero-sized future does not allocate"
     );
 
-    let big = [1u8; 64];
-    let (future, allocations) = alloc::count_allocations(|| {
-        FastFuture::<u8, ()>::from_future(async move {
+    /// One future type, ready or pending as asked, 64 bytes and more.
+    async fn answer(wait: bool, big: [u8; 64]) -> Result<u8, ()> {
+        if wait {
             std::future::pending::<()>().await;
-            Ok(big[0])
-        })
-    });
+        }
+        Ok(big[0])
+    }
+    let big = [1u8; 64];
+    // No idle block of its size on this thread yet: the one allocated to poll it in becomes
+    // its box.
+    let (future, allocations) =
+        alloc::count_allocations(|| FastFuture::from_future(answer(true, big)));
     assert!(!future.is_ready());
-    assert!(
-        allocations <= 1,
-        "at most the block that becomes the box: {allocations}"
+    assert_eq!(
+        allocations, 1,
+        "the block it was polled in, kept as its box"
     );
+    // A ready call gives its block back; the next pending one is boxed in it, allocating
+    // nothing.
+    let (ready, _) = alloc::count_allocations(|| FastFuture::from_future(answer(false, big)));
+    assert_eq!(ready.into_ready().ok(), Some(Ok(1)));
+    let (future, allocations) =
+        alloc::count_allocations(|| FastFuture::from_future(answer(true, big)));
+    assert!(!future.is_ready());
+    assert_eq!(allocations, 0, "the recycled block became the box");
 }
 
 struct FastGreeter;
