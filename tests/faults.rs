@@ -289,16 +289,28 @@ async fn faults_leave_no_task_connection_or_memory_behind_and_the_server_serves_
         "live heap grew by {} bytes over the first {ROUNDS} rounds",
         settled - before
     );
-    for _ in 0..ROUNDS {
-        faults_round(&server, &channel).await;
+    // Each round runs seven faulty calls: a leak of 16 bytes per call grows the heap by more
+    // than the bound in every batch of rounds. A bounded cache can fill, or a read buffer be
+    // live or not, in one batch (a 32 KiB buffer going to a worker's pool was seen once in
+    // CI), not in most; so the median growth of three batches is the figure. (Seen on the h2 engine: about 4 KiB of
+    // growth, the same after 100 or 300 rounds.)
+    let mut growths = Vec::new();
+    let mut last = settled;
+    for _ in 0..3 {
+        for _ in 0..ROUNDS {
+            faults_round(&server, &channel).await;
+        }
+        settles(&stats, 1).await;
+        let now = LIVE.load(Ordering::Relaxed);
+        growths.push(now - last);
+        last = now;
     }
-    settles(&stats, 1).await;
-    let grown = LIVE.load(Ordering::Relaxed) - settled;
-    // Each round runs seven faulty calls: a leak of 16 bytes per call would fail this. (Seen
-    // on the h2 engine: about 4 KiB of growth, the same after 100 or 300 rounds.)
+    let mut sorted = growths.clone();
+    sorted.sort_unstable();
+    let grown = sorted[1];
     assert!(
         grown < 16 * 7 * ROUNDS,
-        "live heap grew by {grown} bytes over {ROUNDS} more rounds"
+        "live heap grew by a median {grown} bytes a batch of {ROUNDS} more rounds: {growths:?}"
     );
 
     let reply = GreeterClient::new(channel.clone())
