@@ -86,6 +86,7 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> AsyncWrite for LingeringClose<IO> {
             this.linger = Some(Box::pin(tokio::time::sleep(LINGER)));
         }
         let mut scratch = [0u8; SCRATCH];
+        let mut drained = false;
         for _ in 0..READS_PER_POLL {
             let mut buf = ReadBuf::new(&mut scratch);
             match Pin::new(&mut this.io).poll_read(cx, &mut buf) {
@@ -94,13 +95,15 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> AsyncWrite for LingeringClose<IO> {
                 Poll::Ready(Err(_)) => return Poll::Ready(Ok(())),
                 Poll::Ready(Ok(())) => {}
                 Poll::Pending => {
-                    let linger = this.linger.as_mut().expect("set above");
-                    return linger.as_mut().poll(cx).map(Ok);
+                    drained = true;
+                    break;
                 }
             }
         }
-        // More to read: come back, after the thread's other work.
-        cx.waker().wake_by_ref();
+        if !drained {
+            // More to read: come back, after the thread's other work.
+            cx.waker().wake_by_ref();
+        }
         let linger = this.linger.as_mut().expect("set above");
         linger.as_mut().poll(cx).map(Ok)
     }
