@@ -61,7 +61,7 @@ impl tonic_pb::greeter_server::Greeter for TonicGreeter {
 
 /// Sends `count` SayHello calls with `IN_FLIGHT` streams open at a time; checks every reply.
 async fn load(client: &mut h2::client::SendRequest<Bytes>, addr: SocketAddr, count: usize) {
-    let body = fastgrpc::codegen::steps::encode(&pb::HelloRequest {
+    let body = fastgrpc::internals::codec::encode(&pb::HelloRequest {
         name: "bench".into(),
     })
     .unwrap();
@@ -154,7 +154,7 @@ async fn client_stream(client: &mut h2::client::SendRequest<Bytes>, addr: Socket
     .body(())
     .unwrap();
     let message =
-        fastgrpc::codegen::steps::encode(&testing::StreamingInputCallRequest::default()).unwrap();
+        fastgrpc::internals::codec::encode(&testing::StreamingInputCallRequest::default()).unwrap();
     let mut client = client.clone().ready().await.unwrap();
     let (response, mut send) = client.send_request(request, false).unwrap();
     for i in 0..STREAM_MESSAGES {

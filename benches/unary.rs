@@ -70,7 +70,7 @@ use bytes::Bytes;
 use criterion::{BatchSize, Criterion};
 use fastgrpc::FastService;
 use fastgrpc::RequestBody;
-use fastgrpc::codegen::steps::{self as codec, DEFAULT_MAX_RECEIVE_MESSAGE_SIZE};
+use fastgrpc::internals::codec::{self, DEFAULT_MAX_RECEIVE_MESSAGE_SIZE};
 use fastgrpc::{FastFuture, Request, Response, RpcFuture, Status};
 use http::HeaderMap;
 use prost::Message;

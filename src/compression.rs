@@ -29,10 +29,10 @@ use tonic::Status;
 use tonic::metadata::MetadataValue;
 
 /// The request header naming the encoding of the request's compressed messages.
-pub(crate) const GRPC_ENCODING: HeaderName = HeaderName::from_static("grpc-encoding");
+pub const GRPC_ENCODING: HeaderName = HeaderName::from_static("grpc-encoding");
 
 /// The header listing the encodings a peer can decompress.
-pub(crate) const GRPC_ACCEPT_ENCODING: HeaderName = HeaderName::from_static("grpc-accept-encoding");
+pub const GRPC_ACCEPT_ENCODING: HeaderName = HeaderName::from_static("grpc-accept-encoding");
 
 /// A compression algorithm fastgrpc can use for messages.
 ///
@@ -227,7 +227,7 @@ pub struct RequestCompressed(pub CompressionEncoding);
 /// server did not enable, is `UNIMPLEMENTED` with a message naming what is accepted, and with
 /// `grpc-accept-encoding` in the status's metadata, so the trailers-only response carries it
 /// as the spec asks (and, as it requires, without the rejected encoding).
-pub(crate) fn request_encoding(
+pub fn request_encoding(
     headers: &HeaderMap,
     enabled: &[CompressionEncoding],
 ) -> Result<Option<CompressionEncoding>, Status> {
@@ -263,16 +263,6 @@ fn unsupported_encoding(name: &[u8], enabled: &[CompressionEncoding]) -> Status 
     status
 }
 
-/// The `grpc-accept-encoding` value announcing `enabled`: `identity` first (always accepted),
-/// then each enabled encoding, comma-separated.
-///
-/// The reference the tests and the fuzz targets check the server's announcements against (the
-/// server itself builds them with [`EncodingList::accept_header`]).
-#[cfg(any(test, feature = "__fuzz"))]
-pub(crate) fn accept_encoding_header(enabled: &[CompressionEncoding]) -> HeaderValue {
-    HeaderValue::try_from(accepted_names(enabled)).expect("encoding names are valid header text")
-}
-
 /// `identity,` then the names of `enabled`, each once.
 fn accepted_names(enabled: &[CompressionEncoding]) -> String {
     let mut names = String::from("identity");
@@ -291,13 +281,13 @@ fn accepted_names(enabled: &[CompressionEncoding]) -> String {
 /// (every peer accepts uncompressed messages), as are surrounding spaces and tabs and empty
 /// entries; names are matched ignoring ASCII case.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct AcceptEncoding {
+pub struct AcceptEncoding {
     bits: u8,
 }
 
 impl AcceptEncoding {
     /// The encodings named in one header value.
-    pub(crate) fn parse(value: &HeaderValue) -> AcceptEncoding {
+    pub fn parse(value: &HeaderValue) -> AcceptEncoding {
         let mut accepted = AcceptEncoding::default();
         for name in value.as_bytes().split(|&b| b == b',') {
             if let Some(encoding) = CompressionEncoding::from_name(name.trim_ascii()) {
@@ -309,7 +299,7 @@ impl AcceptEncoding {
 
     /// The encodings named in every `grpc-accept-encoding` header of `headers` (a header may
     /// be repeated instead of comma-separated); empty if there is none.
-    pub(crate) fn from_headers(headers: &HeaderMap) -> AcceptEncoding {
+    pub fn from_headers(headers: &HeaderMap) -> AcceptEncoding {
         let mut accepted = AcceptEncoding::default();
         for value in headers.get_all(GRPC_ACCEPT_ENCODING) {
             accepted.bits |= AcceptEncoding::parse(value).bits;
@@ -318,21 +308,15 @@ impl AcceptEncoding {
     }
 
     /// Whether `encoding` is in the set.
-    pub(crate) fn contains(self, encoding: CompressionEncoding) -> bool {
+    pub fn contains(self, encoding: CompressionEncoding) -> bool {
         self.bits & encoding.bit() != 0
-    }
-
-    /// Whether the set is empty: the client accepts only uncompressed messages.
-    #[cfg(any(test, feature = "__fuzz"))]
-    pub(crate) fn is_empty(self) -> bool {
-        self.bits == 0
     }
 
     /// The first of `enabled` (the server's order of preference) that is in the set.
     ///
     /// The server's order decides, not the client's: the spec gives `grpc-accept-encoding` no
     /// order of preference (no q-values), and the server pays for compressing.
-    pub(crate) fn choose(self, enabled: &[CompressionEncoding]) -> Option<CompressionEncoding> {
+    pub fn choose(self, enabled: &[CompressionEncoding]) -> Option<CompressionEncoding> {
         enabled
             .iter()
             .copied()
@@ -342,7 +326,7 @@ impl AcceptEncoding {
 
 /// The encoding for a response's messages: the first of `enabled` that the client lists in
 /// `grpc-accept-encoding`, or `None` (send uncompressed) if it lists none of them.
-pub(crate) fn response_encoding(
+pub fn response_encoding(
     headers: &HeaderMap,
     enabled: &[CompressionEncoding],
 ) -> Option<CompressionEncoding> {
@@ -361,7 +345,7 @@ pub(crate) fn response_encoding(
 ///   header cannot make zstd allocate more than a message within the limit could need.
 /// - Input that is corrupt, truncated, or followed by stray bytes is `INTERNAL`, with the
 ///   decoder's reason.
-pub(crate) fn decompress(
+pub fn decompress(
     encoding: CompressionEncoding,
     compressed: &[u8],
     max_len: usize,
@@ -434,7 +418,7 @@ fn read_bounded<R: Read>(decoder: R, max_len: usize, output: &mut Vec<u8>) -> io
 /// The encoders write straight into `out` (through [`BufMut::writer`]), so `codec::encode_frame`
 /// can put a frame header in front and patch its length afterwards without copying. Levels are
 /// the libraries' defaults: 6 for gzip and deflate, 3 for zstd.
-pub(crate) fn compress(
+pub fn compress(
     encoding: CompressionEncoding,
     data: &[u8],
     out: &mut BytesMut,
@@ -785,13 +769,13 @@ mod tests {
     }
 
     #[test]
-    fn accept_encoding_header_lists_each_once() {
+    fn accepted_names_list_each_once() {
         use CompressionEncoding::{Deflate, Gzip};
         assert_eq!(
-            accept_encoding_header(&[Gzip, Gzip, Deflate]),
+            accepted_names(&[Gzip, Gzip, Deflate]),
             "identity,gzip,deflate"
         );
-        let all = accept_encoding_header(CompressionEncoding::ALL);
+        let all = HeaderValue::try_from(accepted_names(CompressionEncoding::ALL)).unwrap();
         let parsed = AcceptEncoding::parse(&all);
         for &encoding in CompressionEncoding::ALL {
             assert!(parsed.contains(encoding));
@@ -804,14 +788,15 @@ mod tests {
         let parse = |v: &'static str| AcceptEncoding::parse(&HeaderValue::from_static(v));
         let gzip_deflate = parse(" gzip ,\tdeflate\t");
         assert!(gzip_deflate.contains(Gzip) && gzip_deflate.contains(Deflate));
-        assert!(parse("identity").is_empty());
-        assert!(parse("").is_empty());
-        assert!(parse(",,, ,").is_empty());
-        assert!(parse("br, snappy, x-custom").is_empty());
+        let none = AcceptEncoding::default();
+        assert_eq!(parse("identity"), none);
+        assert_eq!(parse(""), none);
+        assert_eq!(parse(",,, ,"), none);
+        assert_eq!(parse("br, snappy, x-custom"), none);
         assert_eq!(parse("snappy,gzip,br"), parse("gzip"));
         assert_eq!(parse("GZip"), parse("gzip"));
         // "gzip;q=1" is not a valid gRPC name; it is ignored rather than half-parsed.
-        assert!(parse("gzip;q=1").is_empty());
+        assert_eq!(parse("gzip;q=1"), none);
 
         // Repeated headers add up.
         let mut headers = HeaderMap::new();
@@ -819,7 +804,7 @@ mod tests {
         headers.append(GRPC_ACCEPT_ENCODING, HeaderValue::from_static("deflate"));
         let accepted = AcceptEncoding::from_headers(&headers);
         assert!(accepted.contains(Gzip) && accepted.contains(Deflate));
-        assert!(AcceptEncoding::from_headers(&HeaderMap::new()).is_empty());
+        assert_eq!(AcceptEncoding::from_headers(&HeaderMap::new()), none);
     }
 
     #[test]

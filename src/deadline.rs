@@ -22,7 +22,7 @@ use tokio::time::{Instant, Sleep};
 use tonic::Status;
 
 /// The request header carrying the client's timeout.
-pub(crate) const GRPC_TIMEOUT: HeaderName = HeaderName::from_static("grpc-timeout");
+pub const GRPC_TIMEOUT: HeaderName = HeaderName::from_static("grpc-timeout");
 
 /// The spec's `TimeoutValue` is "at most 8 digits".
 const MAX_TIMEOUT_DIGITS: usize = 8;
@@ -60,7 +60,7 @@ const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
 /// timeouts that parse here, so only a broken client or proxy is affected, and it gets a
 /// message saying why. A server that prefers tonic's leniency can write
 /// `request_timeout(headers, default).unwrap_or(default)`.
-pub(crate) fn parse_grpc_timeout(value: &HeaderValue) -> Result<Duration, Status> {
+pub fn parse_grpc_timeout(value: &HeaderValue) -> Result<Duration, Status> {
     let bytes = value.as_bytes();
     let Some((&unit, digits)) = bytes.split_last() else {
         return Err(malformed(bytes, "the value is empty"));
@@ -118,7 +118,7 @@ fn malformed(value: &[u8], reason: &str) -> Status {
 /// should assume an infinite timeout").
 ///
 /// A malformed `grpc-timeout` is an error; see [`parse_grpc_timeout`] for why.
-pub(crate) fn request_timeout(
+pub fn request_timeout(
     headers: &HeaderMap,
     server_default: Option<Duration>,
 ) -> Result<Option<Duration>, Status> {

@@ -3,19 +3,14 @@
 #![warn(unreachable_pub)]
 
 // Every module is private: what users write is re-exported below, what generated code needs is
-// in `codegen`. `docs/ARCHITECTURE.md` maps the modules.
+// in `codegen`, what this repository's fuzz oracles and benchmarks reach is in `internals`. `docs/ARCHITECTURE.md` maps the modules.
 mod body;
 mod codec;
 mod compression;
 mod deadline;
 mod future;
 mod handler;
-#[cfg(not(feature = "__fuzz"))]
 mod http2;
-// The fuzz targets reach the engine's parsers.
-#[cfg(feature = "__fuzz")]
-#[doc(hidden)]
-pub mod http2;
 mod metadata;
 #[cfg(feature = "opentelemetry")]
 mod metrics;
@@ -31,16 +26,8 @@ mod transport;
 #[doc(hidden)]
 pub mod codegen;
 
-/// The fuzz targets' logic, written against this crate's internals. Only with the `__fuzz`
-/// feature, which `fuzz/` and the workspace's corpus replay (`tests/fuzz_regressions.rs`) turn
-/// on; never part of a user's build.
-#[cfg(feature = "__fuzz")]
 #[doc(hidden)]
-pub mod fuzz_logic;
-// `fuzz_logic` names this crate `fastgrpc`, as code outside it would (it also reaches private
-// modules, which the fuzz targets themselves cannot).
-#[cfg(feature = "__fuzz")]
-extern crate self as fastgrpc;
+pub mod internals;
 
 pub use crate::body::{RequestBody, ResponseBody};
 pub use crate::codec::Streaming;

@@ -7,7 +7,7 @@ use crate::body::ResponseBody;
 use crate::status::trailers_only_headers;
 
 /// A trailers-only response carrying `status`.
-pub(crate) fn status(status: &Status) -> http::Response<ResponseBody> {
+pub fn status(status: &Status) -> http::Response<ResponseBody> {
     let mut response = http::Response::new(ResponseBody::empty());
     *response.headers_mut() = trailers_only_headers(status);
     response

@@ -150,7 +150,7 @@ impl Greeter for AsyncGreeter {
 }
 
 fn strict_request() -> http::Request<RequestBody> {
-    let body = fastgrpc::codegen::steps::encode(&HelloRequest {
+    let body = fastgrpc::internals::codec::encode(&HelloRequest {
         name: "world".into(),
     })
     .unwrap();
@@ -290,12 +290,12 @@ fn message_of_frame_len(frame_len: usize) -> HelloReply {
 fn encoding_small_frames_allocates_nothing_once_warm() {
     let reply = message_of_frame_len(64);
     // Warm up: this thread's first chunk.
-    drop(fastgrpc::codegen::steps::encode(&reply).unwrap());
+    drop(fastgrpc::internals::codec::encode(&reply).unwrap());
     // Many chunks' worth of frames, each dropped before the next is encoded, as h2 drops a
     // frame once written: the chunk is reused in place every time it runs short.
     let (total_len, allocations) = alloc::count_allocations(|| {
         (0..10_000)
-            .map(|_| fastgrpc::codegen::steps::encode(&reply).unwrap().len())
+            .map(|_| fastgrpc::internals::codec::encode(&reply).unwrap().len())
             .sum::<usize>()
     });
     assert_eq!(total_len, 640_000);
@@ -308,10 +308,10 @@ fn held_frames_grow_the_arena_by_one_chunk_per_chunk_of_frames() {
     // 128 frames of 64 bytes fill one 8 KiB chunk.
     const PER_CHUNK: usize = 128;
     let reply = message_of_frame_len(64);
-    drop(fastgrpc::codegen::steps::encode(&reply).unwrap());
+    drop(fastgrpc::internals::codec::encode(&reply).unwrap());
     let mut held = Vec::with_capacity(HELD);
     let ((), allocations, bytes) = alloc::count_allocations_and_bytes(|| {
-        held.extend((0..HELD).map(|_| fastgrpc::codegen::steps::encode(&reply).unwrap()));
+        held.extend((0..HELD).map(|_| fastgrpc::internals::codec::encode(&reply).unwrap()));
     });
     assert!(held.iter().all(|frame| frame.len() == 64));
     // Each new chunk costs its buffer and the reference count `bytes` shares it with; the
@@ -330,7 +330,7 @@ fn held_frames_grow_the_arena_by_one_chunk_per_chunk_of_frames() {
     // Once they are dropped, the arena stops growing.
     let (_, allocations) = alloc::count_allocations(|| {
         for _ in 0..10 * HELD {
-            drop(fastgrpc::codegen::steps::encode(&reply).unwrap());
+            drop(fastgrpc::internals::codec::encode(&reply).unwrap());
         }
     });
     assert_eq!(allocations, 0);
@@ -339,9 +339,9 @@ fn held_frames_grow_the_arena_by_one_chunk_per_chunk_of_frames() {
 #[test]
 fn a_large_frame_gets_one_buffer_of_its_own_size() {
     let reply = message_of_frame_len(3_000);
-    drop(fastgrpc::codegen::steps::encode(&reply).unwrap());
+    drop(fastgrpc::internals::codec::encode(&reply).unwrap());
     let (frame, allocations, bytes) =
-        alloc::count_allocations_and_bytes(|| fastgrpc::codegen::steps::encode(&reply).unwrap());
+        alloc::count_allocations_and_bytes(|| fastgrpc::internals::codec::encode(&reply).unwrap());
     assert_eq!(frame.len(), 3_000);
     assert_eq!((allocations, bytes), (1, 3_000));
 }

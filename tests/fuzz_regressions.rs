@@ -1,11 +1,10 @@
 //! Replays the fuzz targets' regression corpus (`fuzz/corpus/<target>/`) without libFuzzer, so
 //! every `cargo test` checks the inputs the fuzzers found interesting, and any crash input once
-//! added there, with the same logic the fuzz targets run (`fastgrpc::fuzz_logic`, built with the
-//! runtime's hidden `__fuzz` feature).
+//! added there, with the same logic the fuzz targets run (the `fastgrpc-fuzz-oracles` crate).
 
 use std::path::Path;
 
-use fastgrpc::fuzz_logic;
+use fastgrpc_fuzz_oracles as fuzz_logic;
 
 /// Runs `target` on every file of `fuzz/corpus/<name>/`, naming the input that fails.
 fn replay(name: &str, target: fn(&[u8])) {

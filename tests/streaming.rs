@@ -157,7 +157,7 @@ fn input_frames(sizes: &[usize]) -> Bytes {
             }),
             expect_compressed: None,
         };
-        buf.extend_from_slice(&fastgrpc::codegen::steps::encode(&request).unwrap());
+        buf.extend_from_slice(&fastgrpc::internals::codec::encode(&request).unwrap());
     }
     buf.freeze()
 }
@@ -259,7 +259,7 @@ async fn a_slow_reader_bounds_what_the_server_produces() {
             false,
         )
         .unwrap();
-    send.send_data(fastgrpc::codegen::steps::encode(&request).unwrap(), true)
+    send.send_data(fastgrpc::internals::codec::encode(&request).unwrap(), true)
         .unwrap();
     let response = response.await.unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -343,7 +343,7 @@ async fn a_client_reset_drops_the_reply_stream() {
             false,
         )
         .unwrap();
-    send.send_data(fastgrpc::codegen::steps::encode(&request).unwrap(), true)
+    send.send_data(fastgrpc::internals::codec::encode(&request).unwrap(), true)
         .unwrap();
     let mut body = response.await.unwrap().into_body();
     assert!(body.data().await.unwrap().is_ok());

@@ -1,3 +1,3 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| fastgrpc::fuzz_logic::decode_unary(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| fastgrpc_fuzz_oracles::decode_unary(data));

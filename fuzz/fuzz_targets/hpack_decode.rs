@@ -1,3 +1,3 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| fastgrpc::fuzz_logic::hpack_decode(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| fastgrpc_fuzz_oracles::hpack_decode(data));

@@ -126,7 +126,7 @@ pub(crate) fn decode_message<M: Message + Default>(
 ///
 /// An uncompressed frame is encoded as by [`encode`]. A compressed one is built in buffers of
 /// its own: the compressor's state costs far more than they do.
-pub(crate) fn encode_reply<M: Message>(
+pub fn encode_reply<M: Message>(
     message: &M,
     encoding: Option<CompressionEncoding>,
     max_message_size: usize,

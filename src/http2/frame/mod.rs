@@ -6,12 +6,12 @@
 
 mod settings;
 
-pub(crate) use settings::Settings;
+pub use settings::Settings;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 /// The 9 bytes before every payload.
-pub(crate) const HEAD_LEN: usize = 9;
+pub const HEAD_LEN: usize = 9;
 
 /// The largest frame payload either side must accept before SETTINGS say otherwise (§4.2).
 pub(crate) const DEFAULT_MAX_FRAME_SIZE: u32 = 1 << 14;
@@ -45,7 +45,7 @@ pub(crate) mod flag {
 
 /// Error codes (§7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Reason(pub(crate) u32);
+pub struct Reason(pub(crate) u32);
 
 impl Reason {
     pub(crate) const NO_ERROR: Reason = Reason(0x0);
@@ -62,7 +62,7 @@ impl Reason {
 
 /// A frame the peer should not have sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum FrameError {
+pub enum FrameError {
     /// Ends the connection with GOAWAY (§5.4.1).
     Connection(Reason, &'static str),
     /// Ends one stream with RST_STREAM (§5.4.2); the connection goes on.
@@ -71,8 +71,9 @@ pub(crate) enum FrameError {
 
 /// The fixed part of a frame (§4.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Head {
-    pub(crate) len: usize,
+pub struct Head {
+    /// The payload's length.
+    pub len: usize,
     pub(crate) kind: u8,
     pub(crate) flags: u8,
     /// The reserved bit is ignored, as §4.1 asks.
@@ -80,7 +81,8 @@ pub(crate) struct Head {
 }
 
 impl Head {
-    pub(crate) fn parse(bytes: &[u8; HEAD_LEN]) -> Head {
+    /// The head in the first 9 bytes of a frame.
+    pub fn parse(bytes: &[u8; HEAD_LEN]) -> Head {
         Head {
             len: u32::from_be_bytes([0, bytes[0], bytes[1], bytes[2]]) as usize,
             kind: bytes[3],
@@ -93,18 +95,25 @@ impl Head {
 /// A parsed frame. Flags that do not apply are dropped; unknown frame types are `Unknown` and
 /// ignored by the connection (§4.1, §5.5).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Frame {
+pub enum Frame {
+    /// DATA (§6.1).
     Data {
+        /// The stream it belongs to.
         stream: u32,
+        /// The last frame of the stream's request.
         end_stream: bool,
         /// Without padding.
         data: Bytes,
         /// The whole payload, padding included: what flow control counts (§6.9).
         flow_len: usize,
     },
+    /// HEADERS (§6.2): a header block's first fragment.
     Headers {
+        /// The stream it opens, or whose trailers it carries.
         stream: u32,
+        /// No DATA follows.
         end_stream: bool,
+        /// The block is whole: no CONTINUATION follows.
         end_headers: bool,
         /// The stream depends on itself (§5.3.1): a stream error, reported with the frame
         /// because its block must still be decoded to keep HPACK in step.
@@ -112,32 +121,53 @@ pub(crate) enum Frame {
         /// The header block fragment, without padding and priority fields.
         block: Bytes,
     },
+    /// PRIORITY (§6.3), parsed for its errors and otherwise ignored.
     Priority {
+        /// The stream it names.
         stream: u32,
     },
+    /// RST_STREAM (§6.4).
     RstStream {
+        /// The stream it ends.
         stream: u32,
+        /// Why.
         reason: Reason,
     },
+    /// SETTINGS (§6.5), not an acknowledgement.
     Settings(Settings),
+    /// A SETTINGS acknowledgement (§6.5.3).
     SettingsAck,
+    /// PING (§6.7).
     Ping {
+        /// An answer to the server's own PING.
         ack: bool,
+        /// Echoed in the answer.
         payload: [u8; 8],
     },
+    /// GOAWAY (§6.8); its debug data is dropped.
     GoAway {
+        /// The last stream the peer processed.
         last_stream: u32,
+        /// Why.
         reason: Reason,
     },
+    /// WINDOW_UPDATE (§6.9), of the connection when `stream` is 0.
     WindowUpdate {
+        /// The stream whose window grows, or 0 for the connection's.
         stream: u32,
+        /// By how much, 1 to 2^31-1.
         increment: u32,
     },
+    /// CONTINUATION (§6.10): a further fragment of the header block in progress.
     Continuation {
+        /// The stream whose block it continues.
         stream: u32,
+        /// The block is whole.
         end_headers: bool,
+        /// The fragment.
         block: Bytes,
     },
+    /// A frame type this engine does not know, ignored (§5.5).
     Unknown,
 }
 
@@ -147,7 +177,7 @@ fn connection(reason: Reason, why: &'static str) -> FrameError {
 
 /// Parses the frame with head `head` and payload `payload` (exactly `head.len` bytes); the
 /// caller has checked the length against its SETTINGS_MAX_FRAME_SIZE.
-pub(crate) fn parse(head: Head, mut payload: Bytes) -> Result<Frame, FrameError> {
+pub fn parse(head: Head, mut payload: Bytes) -> Result<Frame, FrameError> {
     debug_assert_eq!(payload.len(), head.len);
     let stream = head.stream;
     let needs_stream = |what: &'static str| {

@@ -18,7 +18,7 @@ pub(crate) enum Setting {
 /// The settings one SETTINGS frame carries; `None` for those it leaves as they were. Of a
 /// setting given twice, the last counts (§6.5.3: processed in order).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Settings {
+pub struct Settings {
     pub(crate) header_table_size: Option<u32>,
     pub(crate) enable_push: Option<bool>,
     pub(crate) max_concurrent_streams: Option<u32>,

@@ -14,11 +14,11 @@ use super::table::{DynamicTable, STATIC, field_size};
 /// A header block that cannot be decoded: a connection error of type COMPRESSION_ERROR
 /// (RFC 9113 §4.3), since the table can no longer be trusted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct CompressionError(pub(crate) &'static str);
+pub struct CompressionError(pub(crate) &'static str);
 
 /// What decoding a whole block found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Decoded {
+pub enum Decoded {
     /// Every field was emitted.
     Complete,
     /// The fields passed the header list limit; those from the first one over it on were not
@@ -30,8 +30,9 @@ pub(crate) enum Decoded {
 /// uses, and small enough that reading one never overflows.
 const MAX_INTEGER: usize = 1 << 28;
 
+/// One connection's HPACK decoder: its dynamic table lives from block to block.
 #[derive(Debug)]
-pub(crate) struct Decoder {
+pub struct Decoder {
     table: DynamicTable,
     /// Huffman-decoded names and values of the field being decoded; kept between blocks.
     scratch: Vec<u8>,
@@ -48,7 +49,7 @@ enum Text<'b> {
 impl Decoder {
     /// A decoder whose dynamic table may grow to `max_table_size`, the
     /// SETTINGS_HEADER_TABLE_SIZE this side announces.
-    pub(crate) fn new(max_table_size: usize) -> Decoder {
+    pub fn new(max_table_size: usize) -> Decoder {
         Decoder {
             table: DynamicTable::new(max_table_size),
             scratch: Vec::new(),
@@ -57,7 +58,7 @@ impl Decoder {
 
     /// Decodes one whole header block, calling `field(name, value)` for each field in order
     /// until their total size (as RFC 9113 §6.5.2 counts it) would pass `max_list_size`.
-    pub(crate) fn decode(
+    pub fn decode(
         &mut self,
         mut block: &[u8],
         max_list_size: usize,

@@ -22,8 +22,10 @@ pub(crate) const DEFAULT_TABLE_SIZE: usize = 4096;
 /// A field the encoder inserted into the client's table: name and value.
 type Inserted = (Box<[u8]>, Box<[u8]>);
 
+/// One connection's HPACK encoder of response headers and trailers: what it inserted in the
+/// client's dynamic table, and the cached encodings of the fields gRPC sends.
 #[derive(Debug)]
-pub(crate) struct Encoder {
+pub struct Encoder {
     /// What we inserted and the client still holds, oldest first.
     entries: VecDeque<Inserted>,
     size: usize,
@@ -46,7 +48,7 @@ impl Default for Encoder {
 
 /// Whether a field is worth a place in the client's table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Indexing {
+pub enum Indexing {
     /// Sent on most responses with this very value: insert it once, then index it.
     Cache,
     /// A value that varies (a status message, custom metadata): a literal never indexed.
@@ -69,7 +71,7 @@ impl Encoder {
     }
 
     /// Starts a header block: emits the size update the client is owed, if any.
-    pub(crate) fn begin_block(&mut self, dst: &mut Vec<u8>) {
+    pub fn begin_block(&mut self, dst: &mut Vec<u8>) {
         if let Some((smallest, size)) = self.pending_update.take() {
             if smallest < size {
                 integer(smallest, 5, 0x20, dst);
@@ -105,13 +107,7 @@ impl Encoder {
     }
 
     /// Encodes one field.
-    pub(crate) fn field(
-        &mut self,
-        name: &[u8],
-        value: &[u8],
-        indexing: Indexing,
-        dst: &mut Vec<u8>,
-    ) {
+    pub fn field(&mut self, name: &[u8], value: &[u8], indexing: Indexing, dst: &mut Vec<u8>) {
         if indexing == Indexing::Cache {
             if let Some(index) = self.find(name, value) {
                 integer(index, 7, 0x80, dst);

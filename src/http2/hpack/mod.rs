@@ -10,10 +10,9 @@ mod encoder;
 mod huffman;
 mod table;
 
-#[allow(unused_imports)]
-pub(crate) use decoder::{CompressionError, Decoded, Decoder};
-#[allow(unused_imports)]
-pub(crate) use encoder::{DEFAULT_TABLE_SIZE, Encoder, Indexing};
+pub use decoder::{CompressionError, Decoded, Decoder};
+pub(crate) use encoder::DEFAULT_TABLE_SIZE;
+pub use encoder::{Encoder, Indexing};
 
 #[cfg(test)]
 mod tests;

@@ -1,19 +1,14 @@
 //! What each fuzz target does with one input, written once.
 //!
-//! Part of the runtime, so that it reaches the internals it checks, but built only with the
-//! hidden `__fuzz` feature: the fuzz targets (`fuzz/fuzz_targets/*.rs`, run by `cargo fuzz`) call
-//! it, and so does the workspace's `tests/fuzz_regressions.rs`, which replays `fuzz/corpus/` in a
-//! plain `cargo test`. A corpus input means the same thing to both.
+//! The fuzz targets (`fuzz/fuzz_targets/*.rs`, run by `cargo fuzz`) call these functions, and
+//! so does the workspace's `tests/fuzz_regressions.rs`, which replays `fuzz/corpus/` in a plain
+//! `cargo test`: a corpus input means the same thing to both. They reach the parsers and steps
+//! they check through the runtime's hidden `internals` module, which only re-exports them.
 //!
 //! Every function takes arbitrary bytes and panics only when fastgrpc does something wrong: a
 //! panic inside fastgrpc, a call that never finishes, or a result that contradicts an
 //! independent reading of the input (the reference checks below). Any `Err` fastgrpc returns
 //! for bad input is fine, as long as its code is one a client may see for it.
-//!
-//! It uses only crates the runtime depends on: bytes, http, http-body and prost; `fastgrpc` is
-//! the runtime itself.
-
-#![allow(dead_code, unreachable_pub)]
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -22,12 +17,11 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use fastgrpc::body::RequestBody;
-use fastgrpc::codec::{self, DEFAULT_MAX_RECEIVE_MESSAGE_SIZE, FRAME_HEADER_LEN};
-use fastgrpc::compression::{self, AcceptEncoding, CompressionEncoding, EncodingList};
-use fastgrpc::deadline::{self, Deadline};
-use fastgrpc::handler::{HandlerConfig, InlineMode, MethodCosts};
-use fastgrpc::{Code, Status, Streaming};
+use fastgrpc::codegen::{HandlerConfig, MethodCosts};
+use fastgrpc::internals::codec::{self, DEFAULT_MAX_RECEIVE_MESSAGE_SIZE, FRAME_HEADER_LEN};
+use fastgrpc::internals::compression::{self, AcceptEncoding};
+use fastgrpc::internals::deadline;
+use fastgrpc::{Code, CompressionEncoding, Deadline, RequestBody, Status};
 use http::{HeaderMap, HeaderName, HeaderValue};
 use http_body::Body;
 use prost::Message;
@@ -277,7 +271,7 @@ fn stream_as<M: Message + Default + PartialEq + std::fmt::Debug>(
             chunk,
         }),
     };
-    let mut stream = Streaming::<M>::new(request_body, limit, encoding);
+    let mut stream = codec::streaming::<M>(request_body, limit, encoding);
     let mut rest: &[u8] = body;
     loop {
         let item = ready(stream.message(), "Streaming::message");
@@ -443,7 +437,7 @@ fn accept_encoding(value: &HeaderValue, enabled: &[CompressionEncoding]) {
     for &encoding in CompressionEncoding::ALL {
         assert_eq!(parsed.contains(encoding), reference.contains(&encoding));
     }
-    assert_eq!(parsed.is_empty(), reference.is_empty());
+    assert_eq!(parsed == AcceptEncoding::default(), reference.is_empty());
     let chosen = parsed.choose(enabled);
     assert_eq!(
         chosen,
@@ -483,12 +477,24 @@ fn request_encoding(headers: &HeaderMap, enabled: &[CompressionEncoding]) {
                     .get("grpc-accept-encoding")
                     .unwrap()
                     .as_bytes(),
-                compression::accept_encoding_header(enabled).as_bytes()
+                reference_accept_header(enabled).as_bytes()
             );
             // The client's name is echoed only when short (at most 32 bytes, escaped).
             assert!(status.message().len() <= 512, "{status:?}");
         }
     }
+}
+
+/// What a server enabling `enabled` announces in `grpc-accept-encoding`: `identity`, then each
+/// enabled encoding once, in the server's order.
+fn reference_accept_header(enabled: &[CompressionEncoding]) -> String {
+    let mut names = vec!["identity"];
+    for encoding in enabled {
+        if !names.contains(&encoding.as_str()) {
+            names.push(encoding.as_str());
+        }
+    }
+    names.join(",")
 }
 
 /// The answer to a path no service has, for any path the `http` crate (and so h2) accepts.
@@ -498,7 +504,7 @@ fn unknown_method(line: &[u8]) {
     };
     let path = path_and_query.path();
     let response = ready(
-        fastgrpc::handler::unimplemented_method(path),
+        fastgrpc::codegen::unimplemented_method(path),
         "unimplemented",
     )
     .expect("infallible");
@@ -542,7 +548,7 @@ fn percent_decode(text: &[u8]) -> Vec<u8> {
 //   each line as the request's method, `:path` and content-type (a line that is not a valid
 //   one of those: POST, `/fuzz.Echo/Unary`, no content-type)
 
-/// Routing through a server's [`Dispatcher`](fastgrpc::server::Dispatcher) that hosts one service,
+/// Routing through a server's [`Dispatcher`](fastgrpc::Dispatcher) that hosts one service,
 /// `fuzz.Echo`, checked against an independent reading of the method, path and content-type.
 pub fn route(data: &[u8]) {
     let mut lines = data.splitn(3, |&b| b == b'\n');
@@ -562,11 +568,8 @@ pub fn route(data: &[u8]) {
     let dispatcher = fastgrpc::Server::builder()
         .add_service(Echo)
         .into_dispatcher();
-    let response = ready(
-        fastgrpc::server::FastService::call(&dispatcher, request),
-        "routing",
-    )
-    .expect("infallible");
+    let response =
+        ready(fastgrpc::FastService::call(&dispatcher, request), "routing").expect("infallible");
 
     // The reference reading.
     let is_grpc = content_type.as_ref().is_some_and(|value| {
@@ -598,13 +601,13 @@ pub fn route(data: &[u8]) {
 /// The one service `route` hosts: answers OK, naming the path it was called for.
 struct Echo;
 
-impl fastgrpc::server::NamedService for Echo {
+impl fastgrpc::NamedService for Echo {
     const NAME: &'static str = "fuzz.Echo";
 }
 
-impl fastgrpc::server::FastService for Echo {
-    fn call(&self, request: http::Request<RequestBody>) -> fastgrpc::handler::ResponseFuture {
-        let mut response = fastgrpc::response::status(&Status::ok(""));
+impl fastgrpc::FastService for Echo {
+    fn call(&self, request: http::Request<RequestBody>) -> fastgrpc::ResponseFuture {
+        let mut response = fastgrpc::internals::response::status(&Status::ok(""));
         let path = HeaderValue::from_str(request.uri().path()).expect("a path is a valid value");
         response.headers_mut().insert("x-routed-to", path);
         fastgrpc::FastFuture::ok(response)
@@ -648,19 +651,23 @@ pub fn unary_call(data: &[u8]) {
         }
     }
     let receive_limit = limit(limits & 0xbf);
-    let config = HandlerConfig {
-        max_receive_message_size: receive_limit,
-        max_send_message_size: if limits & 0x40 != 0 {
-            receive_limit
-        } else {
-            usize::MAX
-        },
-        accept_compression: encoding_list(*flags),
-        send_compression: encoding_list(flags >> 3),
-        receive_idle_timeout: None,
-        inline: InlineMode::Always,
-        ..HandlerConfig::default()
+    let send_limit = if limits & 0x40 != 0 {
+        receive_limit
+    } else {
+        usize::MAX
     };
+    let accepted = encodings(*flags);
+    let sent = encodings(flags >> 3);
+    let config = accepted.iter().fold(
+        HandlerConfig::default().refuse_compressed_requests(),
+        |config, &encoding| config.accept_compressed(encoding),
+    );
+    let config = sent
+        .iter()
+        .fold(config, |config, &encoding| config.send_compressed(encoding))
+        .max_decoding_message_size(receive_limit)
+        .max_encoding_message_size(send_limit)
+        .run_inline(true);
     let costs = MethodCosts::new(1);
     let echo_metadata = flags & 0x40 != 0;
     let body = Bytes::copy_from_slice(body);
@@ -670,19 +677,18 @@ pub fn unary_call(data: &[u8]) {
     *request.headers_mut() = headers.clone();
 
     // What the call must answer, from the pieces on their own.
-    let expected = compression::request_encoding(&headers, config.accept_compression.as_slice())
+    let expected = compression::request_encoding(&headers, &accepted)
         .and_then(|encoding| codec::decode_unary::<Tree>(body, receive_limit, encoding))
         .and_then(|message| {
-            if message.encoded_len() > config.max_send_message_size {
+            if message.encoded_len() > send_limit {
                 Err(Status::resource_exhausted("reply over the send limit"))
             } else {
                 Ok(message)
             }
         });
-    let reply_encoding =
-        compression::response_encoding(&headers, config.send_compression.as_slice());
+    let reply_encoding = compression::response_encoding(&headers, &sent);
 
-    let call = fastgrpc::handler::unary::<Tree, Tree, _, _>(
+    let call = fastgrpc::codegen::unary::<Tree, Tree, _, _>(
         request,
         config.method(&costs, 0),
         move |request| {
@@ -772,12 +778,6 @@ pub fn unary_call(data: &[u8]) {
     }
 }
 
-fn encoding_list(bits: u8) -> EncodingList {
-    encodings(bits)
-        .into_iter()
-        .fold(EncodingList::new(), EncodingList::with)
-}
-
 // ---------------------------------------------------------------------------------------------
 // http2_frame: frames one after another: a 9-byte head (its length cut to what is left), then
 // the payload.
@@ -785,7 +785,7 @@ fn encoding_list(bits: u8) -> EncodingList {
 /// Every frame of fastgrpc's HTTP/2 engine parsed from arbitrary bytes: no panic, and what a
 /// frame carries lies within its payload.
 pub fn http2_frame(mut data: &[u8]) {
-    use fastgrpc::http2::frame::{self, Frame, HEAD_LEN, Head};
+    use fastgrpc::internals::frame::{self, Frame, HEAD_LEN, Head};
     while data.len() >= HEAD_LEN {
         let mut head = Head::parse(data[..HEAD_LEN].try_into().expect("9 bytes"));
         data = &data[HEAD_LEN..];
@@ -811,7 +811,7 @@ pub fn http2_frame(mut data: &[u8]) {
 /// the fields emitted stay within the header list limit, and a block that decodes whole
 /// re-encodes, through fastgrpc's encoder, to a block that decodes to the same fields.
 pub fn hpack_decode(data: &[u8]) {
-    use fastgrpc::http2::hpack::{Decoded, Decoder, Encoder, Indexing};
+    use fastgrpc::internals::hpack::{Decoded, Decoder, Encoder, Indexing};
     let Some((&selector, mut rest)) = data.split_first() else {
         return;
     };
