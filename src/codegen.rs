@@ -10,6 +10,8 @@ pub use std::time::Duration;
 pub use http;
 pub use tower_service::Service;
 
+pub use crate::__default_inline_cost_limit_us as default_inline_cost_limit_us;
+pub use crate::__default_max_receive_message_mib as default_max_receive_message_mib;
 pub use crate::__tower_service_of_fast_service as tower_service_of_fast_service;
 pub use crate::compression::CompressionEncoding;
 pub use crate::handler::{

@@ -104,7 +104,11 @@ fn server_module(
                     Intercepted::new(Self::new(service), interceptor)
                 }
 
-                /// Limits the size of a decoded request message (default 4 MiB); larger
+                #[doc = concat!(
+                    " Limits the size of a decoded request message (default ",
+                    #runtime::codegen::default_max_receive_message_mib!(),
+                    " MiB); larger"
+                )]
                 /// requests get `RESOURCE_EXHAUSTED`.
                 pub fn max_decoding_message_size(mut self, limit: usize) -> Self {
                     self.config = self.config.max_decoding_message_size(limit);
@@ -156,7 +160,11 @@ fn server_module(
 
                 /// With adaptive inline (the default), spawns the calls of a method whose
                 /// calls are estimated to compute for longer than `limit` before they answer
-                /// or first wait (default 25 µs).
+                #[doc = concat!(
+                    " or first wait (default ",
+                    #runtime::codegen::default_inline_cost_limit_us!(),
+                    " µs)."
+                )]
                 pub fn inline_cost_limit(mut self, limit: Duration) -> Self {
                     self.config = self.config.inline_cost_limit(limit);
                     self

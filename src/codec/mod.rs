@@ -21,8 +21,19 @@ use crate::compression::{self, CompressionEncoding};
 /// Length of the frame prefix: compressed flag (1 byte) and message length (4 bytes).
 pub const FRAME_HEADER_LEN: usize = 5;
 
+/// The default limit on a received message in MiB, as a literal: generated servers' docs state
+/// it with `concat!`, which takes only literals, so the constant below is made from it too.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __default_max_receive_message_mib {
+    () => {
+        4
+    };
+}
+
 /// Default limit on a received message, as in gRPC's other implementations: 4 MiB.
-pub const DEFAULT_MAX_RECEIVE_MESSAGE_SIZE: usize = 4 * 1024 * 1024;
+pub const DEFAULT_MAX_RECEIVE_MESSAGE_SIZE: usize =
+    crate::__default_max_receive_message_mib!() * 1024 * 1024;
 
 /// Decodes the one message a complete unary request body must carry.
 ///

@@ -41,7 +41,18 @@ pub(crate) enum InlineMode {
 /// Above this estimated cost per call a method's calls are spawned, by default. A spawned call
 /// costs a few microseconds more (a box, a task, a wake-up); past this cost that is a small
 /// price for running on any core and not holding up the connection's other calls.
-pub(crate) const DEFAULT_INLINE_COST_LIMIT: Duration = Duration::from_micros(25);
+pub(crate) const DEFAULT_INLINE_COST_LIMIT: Duration =
+    Duration::from_micros(crate::__default_inline_cost_limit_us!());
+
+/// [`DEFAULT_INLINE_COST_LIMIT`] in microseconds, as a literal, for generated servers' docs
+/// (`concat!` takes only literals).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __default_inline_cost_limit_us {
+    () => {
+        25
+    };
+}
 
 /// The running cost estimates of one service's methods, shared by all its calls. A generated
 /// server holds one, with a slot per method.
