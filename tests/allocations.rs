@@ -1,9 +1,6 @@
 //! Allocation counts of the ready path, measured with a counting global allocator.
 
-mod support;
-
-#[path = "support/alloc.rs"]
-mod alloc;
+use support::alloc;
 
 use std::convert::Infallible;
 
@@ -14,9 +11,6 @@ use fastgrpc::{FastFuture, Request, Response, RpcFuture, Status};
 use prost::Message;
 use support::pb::helloworld::greeter_server::{Greeter, GreeterServer};
 use support::pb::helloworld::{HelloReply, HelloRequest};
-
-#[global_allocator]
-static ALLOCATOR: alloc::CountingAllocator = alloc::CountingAllocator;
 
 /// The exact counts asserted below depend on how dependencies allocate: `http`'s `HeaderMap`
 /// and `Extensions`, tonic's `Request`, `Response` and `MetadataMap`, prost's decoding, `bytes`.

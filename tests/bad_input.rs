@@ -4,35 +4,21 @@
 //! features they test: `tests/unary.rs`, `tests/compression.rs`, `tests/deadlines.rs`,
 //! `tests/limits.rs`.)
 
-mod support;
-
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use fastgrpc::{FastFuture, Request, Response, RpcFuture, Server};
-use prost::Message;
-use support::pb::helloworld::greeter_server::{Greeter, GreeterServer};
-use support::pb::helloworld::{HelloReply, HelloRequest};
+use fastgrpc::Server;
+use support::pb::helloworld::greeter_server::GreeterServer;
 use support::tonic_pb::helloworld as client_pb;
 use support::tonic_pb::helloworld::greeter_client::GreeterClient;
-use support::{TestServer, channel, frame, grpc_post, h2_client, raw_request};
+use support::{EchoGreeter, TestServer, channel, grpc_post, h2_client, hello_frame, raw_request};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-struct Hello;
-
-impl Greeter for Hello {
-    fn say_hello(&self, request: Request<HelloRequest>) -> impl RpcFuture<HelloReply> {
-        FastFuture::ok(Response::new(HelloReply {
-            message: request.into_inner().name,
-        }))
-    }
-}
 
 const SAY_HELLO: &str = "/helloworld.Greeter/SayHello";
 
 async fn server(builder: fastgrpc::Builder) -> TestServer {
-    TestServer::start(builder.add_service(GreeterServer::new(Hello))).await
+    TestServer::start(builder.add_service(GreeterServer::new(EchoGreeter))).await
 }
 
 async fn still_serves(server: &TestServer) {
@@ -44,10 +30,6 @@ async fn still_serves(server: &TestServer) {
         .await
         .expect("a fresh connection is served");
     assert_eq!(reply.into_inner().message, "fine");
-}
-
-fn hello_frame(name: &str) -> Bytes {
-    frame(&HelloRequest { name: name.into() }.encode_to_vec())
 }
 
 #[tokio::test]

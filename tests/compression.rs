@@ -1,28 +1,16 @@
 //! Compression end to end, over raw HTTP/2 so every byte on the wire is the test's to choose:
 //! compressed requests, an unsupported encoding, a decompression bomb, compressed replies.
 
-mod support;
-
 use bytes::Bytes;
 use fastgrpc::CompressionEncoding;
-use fastgrpc::{FastFuture, Request, Response, RpcFuture, Server};
+use fastgrpc::Server;
 use prost::Message;
-use support::pb::helloworld::greeter_server::{Greeter, GreeterServer};
+use support::pb::helloworld::greeter_server::GreeterServer;
 use support::pb::helloworld::{HelloReply, HelloRequest};
-use support::{RawResponse, TestServer, frame, raw_request};
-
-struct Echo;
-
-impl Greeter for Echo {
-    fn say_hello(&self, request: Request<HelloRequest>) -> impl RpcFuture<HelloReply> {
-        FastFuture::ok(Response::new(HelloReply {
-            message: request.into_inner().name,
-        }))
-    }
-}
+use support::{EchoGreeter, RawResponse, TestServer, frame, raw_request};
 
 async fn server(limit: usize) -> TestServer {
-    let greeter = GreeterServer::new(Echo)
+    let greeter = GreeterServer::new(EchoGreeter)
         .max_decoding_message_size(limit)
         .accept_compressed(CompressionEncoding::Gzip)
         .accept_compressed(CompressionEncoding::Deflate)
@@ -144,7 +132,8 @@ async fn replies_are_compressed_only_for_clients_that_accept_the_encoding() {
 
 #[tokio::test]
 async fn gzip_requests_are_accepted_by_default_and_answers_say_so() {
-    let server = TestServer::start(Server::builder().add_service(GreeterServer::new(Echo))).await;
+    let server =
+        TestServer::start(Server::builder().add_service(GreeterServer::new(EchoGreeter))).await;
     let hello = HelloRequest { name: "x".into() };
     // As C-core and grpc-go: gzip is accepted without asking. A client that speaks compression
     // (it sends `grpc-accept-encoding`, as C-core and grpc-go clients do) is told so.
@@ -168,7 +157,7 @@ async fn gzip_requests_are_accepted_by_default_and_answers_say_so() {
 
 #[tokio::test]
 async fn a_service_that_refuses_compressed_requests_refuses_gzip_too() {
-    let service = GreeterServer::new(Echo).refuse_compressed_requests();
+    let service = GreeterServer::new(EchoGreeter).refuse_compressed_requests();
     let server = TestServer::start(Server::builder().add_service(service)).await;
     let hello = HelloRequest { name: "x".into() };
     let gzipped = compressed(CompressionEncoding::Gzip, &hello);

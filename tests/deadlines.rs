@@ -2,8 +2,6 @@
 //! drop the handler; handlers see their deadline; malformed timeouts are refused; request
 //! streams that go quiet fail after their idle timeout.
 
-mod support;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;

@@ -2,8 +2,6 @@
 //! the right status, nothing is left behind (the server's task and connection counts return to
 //! zero, and live heap memory stays flat over many rounds), and the server keeps serving.
 
-mod support;
-
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -17,9 +15,8 @@ use support::pb::helloworld::greeter_server::{Greeter, GreeterServer};
 use support::pb::helloworld::{HelloReply, HelloRequest};
 use support::tonic_pb::grpc_testing as client_testing;
 use support::tonic_pb::grpc_testing::test_service_client::TestServiceClient;
-use support::tonic_pb::helloworld as client_pb;
 use support::tonic_pb::helloworld::greeter_client::GreeterClient;
-use support::{TestServer, channel};
+use support::{TestServer, channel, hello};
 
 /// Counts the bytes live on the heap, over all threads.
 struct LiveBytes;
@@ -164,10 +161,6 @@ impl TestService for FaultyStreams {
         let stream = tokio_stream::wrappers::ReceiverStream::new(stream);
         FastFuture::ok(Response::new(stream.boxed()))
     }
-}
-
-fn hello(name: &str) -> client_pb::HelloRequest {
-    client_pb::HelloRequest { name: name.into() }
 }
 
 /// Waits (bounded) until the server holds no task finishing a call and `connections`

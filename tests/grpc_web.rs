@@ -1,8 +1,6 @@
 //! gRPC-Web on the same port as gRPC, over HTTP/2: binary and base64 text, unary and server
 //! streaming, statuses, bad input, and the inline path.
 
-mod support;
-
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use bytes::Bytes;

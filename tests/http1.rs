@@ -2,8 +2,6 @@
 //! gRPC refused clearly, and hostile input (pipelining, slow headers, oversized or broken
 //! bodies) answered without hangs.
 
-mod support;
-
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;

@@ -7,18 +7,17 @@
 //! until its ACK: the server handles frames in order, so what it had to say about the frames
 //! before the PING comes before the ACK. The servers here take pings at any rate for that.
 
-mod support;
-
 use std::time::Duration;
 
 use fastgrpc::Server;
 use support::TestServer;
+use support::hello_frame;
 use support::raw_frames::{self, Frame, header_block};
 use support::scripted::{
     ACK, CONTINUATION, Client, DATA, END_HEADERS, END_STREAM, FLOW_CONTROL_ERROR, FRAME_SIZE_ERROR,
     GOAWAY, HEADERS, NO_ERROR, PADDED, PING, PRIORITY, PRIORITY_FLAG, PROTOCOL_ERROR,
     REFUSED_STREAM, RST_STREAM, SAY_HELLO, SETTINGS, SETTINGS_TIMEOUT, STREAM_CLOSED,
-    WINDOW_UPDATE, call, headers, hello_body, server, still_serves,
+    WINDOW_UPDATE, call, headers, server, still_serves,
 };
 
 /// Setting identifiers (§6.5.2).
@@ -210,11 +209,11 @@ async fn unused_flags_and_the_reserved_bit_are_ignored() {
         DATA,
         !PADDED,
         0x8000_0001,
-        &hello_body(b"flags"),
+        &hello_frame("flags"),
     ));
     client.send(&bytes).await;
     let frames = answered(&mut client, 1).await;
-    assert_eq!(data_on(&frames, 1), hello_body(b"flags"));
+    assert_eq!(data_on(&frames, 1), hello_frame("flags"));
     // A PING with every flag but ACK is a PING, and is answered.
     client
         .send(&raw_frames::frame(PING, !ACK, 0, b"unusedfl"))
@@ -239,8 +238,8 @@ async fn a_frame_above_the_advertised_max_frame_size_is_a_frame_size_error() {
     let mut client = Client::connect(&server).await;
     let frames = client.read_until(|frame| frame.kind == SETTINGS).await;
     assert_eq!(server_setting(&frames, MAX_FRAME_SIZE), Some(32_768));
-    let name = vec![b'm'; 32_768 - 9];
-    let body = hello_body(&name);
+    let name = "m".repeat(32_768 - 9);
+    let body = hello_frame(&name);
     assert_eq!(body.len(), 32_768);
     let mut bytes = headers(&server, 1);
     bytes.extend(raw_frames::last_data(1, &body));
@@ -261,8 +260,8 @@ async fn a_frame_above_the_advertised_max_frame_size_is_a_frame_size_error() {
 #[tokio::test]
 async fn the_server_s_frames_keep_to_the_client_s_max_frame_size() {
     let server = server(builder()).await;
-    let name = vec![b'f'; 40_000];
-    let body = hello_body(&name);
+    let name = "f".repeat(40_000);
+    let body = hello_frame(&name);
     for client_max in [None, Some(20_000u32)] {
         let mut client = Client::connect(&server).await;
         let mut bytes = Vec::new();
@@ -320,7 +319,7 @@ async fn frames_other_than_headers_or_priority_on_an_idle_stream_are_protocol_er
             ),
             (
                 "DATA on idle 5",
-                raw_frames::last_data(5, &hello_body(b"x")),
+                raw_frames::last_data(5, &hello_frame("x")),
                 PROTOCOL_ERROR,
             ),
             (
@@ -350,7 +349,7 @@ async fn frames_on_an_idle_server_stream_are_protocol_errors() {
         &[
             (
                 "DATA on even 2",
-                raw_frames::last_data(2, &hello_body(b"x")),
+                raw_frames::last_data(2, &hello_frame("x")),
                 PROTOCOL_ERROR,
             ),
             (
@@ -435,7 +434,7 @@ async fn data_or_headers_after_the_client_s_end_stream_are_stream_closed() {
         );
     }
     client
-        .send(&raw_frames::last_data(1, &hello_body(b"more")))
+        .send(&raw_frames::last_data(1, &hello_frame("more")))
         .await;
     assert_eq!(client.reset(1).await, STREAM_CLOSED);
     let trailers = header_block(&[(b"x-late", b"1")]);
@@ -452,7 +451,7 @@ async fn data_or_headers_after_the_client_s_end_stream_are_stream_closed() {
     bytes.extend(window_update(5, 1_000));
     client.send(&bytes).await;
     let frames = answered(&mut client, 5).await;
-    assert_eq!(data_on(&frames, 5), hello_body(b"hi"));
+    assert_eq!(data_on(&frames, 5), hello_frame("hi"));
     drop(client);
     server.stop().await;
 }
@@ -486,7 +485,7 @@ async fn late_frames_on_a_closed_stream_are_discarded() {
     let mut trailers = vec![0x40, 6];
     trailers.extend_from_slice(b"x-seen");
     trailers.extend_from_slice(&[1, b'1']);
-    let mut bytes = raw_frames::frame(DATA, 0, 3, &hello_body(b"late"));
+    let mut bytes = raw_frames::frame(DATA, 0, 3, &hello_frame("late"));
     bytes.extend(raw_frames::frame(
         HEADERS,
         END_HEADERS | END_STREAM,
@@ -505,10 +504,10 @@ async fn late_frames_on_a_closed_stream_are_discarded() {
     let mut block = raw_frames::grpc_headers(5, &server.addr.to_string(), SAY_HELLO)[9..].to_vec();
     block.push(0xbe);
     let mut bytes = raw_frames::frame(HEADERS, END_HEADERS, 5, &block);
-    bytes.extend(raw_frames::last_data(5, &hello_body(b"after")));
+    bytes.extend(raw_frames::last_data(5, &hello_frame("after")));
     client.send(&bytes).await;
     let frames = answered(&mut client, 5).await;
-    assert_eq!(data_on(&frames, 5), hello_body(b"after"));
+    assert_eq!(data_on(&frames, 5), hello_frame("after"));
     drop(client);
     server.stop().await;
 }
@@ -523,10 +522,11 @@ async fn data_or_headers_on_a_closed_stream_are_stream_closed() {
     client.send(&call(&server, 1)).await;
     answered(&mut client, 1).await;
     client
-        .send(&raw_frames::last_data(1, &hello_body(b"late")))
+        .send(&raw_frames::last_data(1, &hello_frame("late")))
         .await;
     let (kind, code) = stream_or_connection_error(&mut client, 1).await;
     assert_eq!(code, STREAM_CLOSED, "frame type {kind}");
+    drop(client);
     let mut client = Client::connect(&server).await;
     client.send(&call(&server, 1)).await;
     answered(&mut client, 1).await;
@@ -600,10 +600,10 @@ async fn frames_of_unknown_types_are_ignored() {
     bytes.extend(headers(&server, 1));
     bytes.extend(raw_frames::frame(0xfb, 0, 1, b"between"));
     bytes.extend(raw_frames::frame(0xfc, 0x1, 101, b"idle"));
-    bytes.extend(raw_frames::last_data(1, &hello_body(b"unknown")));
+    bytes.extend(raw_frames::last_data(1, &hello_frame("unknown")));
     client.send(&bytes).await;
     let frames = answered(&mut client, 1).await;
-    assert_eq!(data_on(&frames, 1), hello_body(b"unknown"));
+    assert_eq!(data_on(&frames, 1), hello_frame("unknown"));
     // Stream 101 was not opened: stream 3 is still a new one.
     let mut bytes = raw_frames::frame(0xfd, 0, 1, b"closed");
     bytes.extend(call(&server, 3));
@@ -629,7 +629,7 @@ async fn padding_is_stripped_and_padding_too_long_is_a_protocol_error() {
         payload
     };
     let mut bytes = raw_frames::frame(HEADERS, END_HEADERS | PADDED, 1, &padded(&block, 10));
-    let body = hello_body(b"padded");
+    let body = hello_frame("padded");
     bytes.extend(raw_frames::frame(
         DATA,
         END_STREAM | PADDED,
@@ -720,10 +720,10 @@ async fn malformed_priorities_are_stream_errors() {
     assert_eq!(client.reset(7).await, PROTOCOL_ERROR);
     let mut bytes = headers(&server, 9);
     bytes.extend(priority(9, 0x8000_0000));
-    bytes.extend(raw_frames::last_data(9, &hello_body(b"prioritised")));
+    bytes.extend(raw_frames::last_data(9, &hello_frame("prioritised")));
     client.send(&bytes).await;
     let frames = answered(&mut client, 9).await;
-    assert_eq!(data_on(&frames, 9), hello_body(b"prioritised"));
+    assert_eq!(data_on(&frames, 9), hello_frame("prioritised"));
     connection_errors(
         &server,
         &[],
@@ -959,10 +959,10 @@ async fn the_streams_in_flight_are_finished_after_the_client_s_goaway() {
         "{frames:?}"
     );
     client
-        .send(&raw_frames::last_data(1, &hello_body(b"in flight")))
+        .send(&raw_frames::last_data(1, &hello_frame("in flight")))
         .await;
     let frames = answered(&mut client, 1).await;
-    assert_eq!(data_on(&frames, 1), hello_body(b"in flight"));
+    assert_eq!(data_on(&frames, 1), hello_frame("in flight"));
     drop(client);
     server.stop().await;
 }
@@ -1056,7 +1056,7 @@ async fn malformed_window_updates_and_window_overflows_are_connection_errors() {
 async fn a_new_initial_window_size_applies_to_open_streams() {
     let server = server(builder()).await;
     let mut client = Client::connect(&server).await;
-    let body = hello_body(&[b'w'; 100]);
+    let body = hello_frame(&"w".repeat(100));
     // Stream 1 opens with the default window; then the window becomes 10.
     let mut bytes = headers(&server, 1);
     bytes.extend(settings(&[(INITIAL_WINDOW_SIZE, 10)]));
@@ -1105,7 +1105,7 @@ async fn window_updates_let_a_client_send_more_than_the_initial_window() {
     let mut stream_window =
         i64::from(server_setting(&frames, INITIAL_WINDOW_SIZE).unwrap_or(65_535));
     let mut connection_window = 65_535i64;
-    let body = hello_body(&vec![b'b'; 200_000]);
+    let body = hello_frame(&"b".repeat(200_000));
     let (mut sent, mut stream_updates, mut connection_updates) = (0, 0, 0);
     loop {
         for frame in frames.iter().filter(|frame| frame.kind == WINDOW_UPDATE) {
@@ -1184,7 +1184,7 @@ async fn data_on_a_stream_the_server_reset_is_given_back_to_the_connection_windo
         .sum();
     let window = 65_535 - 3 * 16_384 + given_back;
     // A request that fits only in what was given back.
-    let body = hello_body(&vec![b'c'; 30_000]);
+    let body = hello_frame(&"c".repeat(30_000));
     assert!(
         body.len() as i64 <= window && body.len() > 65_535 - 3 * 16_384,
         "{window}"
@@ -1210,10 +1210,10 @@ async fn continuation_frames_carry_a_header_block_and_no_more() {
     let mut bytes = raw_frames::frame(HEADERS, 0, 1, first);
     bytes.extend(raw_frames::frame(CONTINUATION, 0, 1, second));
     bytes.extend(raw_frames::frame(CONTINUATION, END_HEADERS, 1, third));
-    bytes.extend(raw_frames::last_data(1, &hello_body(b"continued")));
+    bytes.extend(raw_frames::last_data(1, &hello_frame("continued")));
     client.send(&bytes).await;
     let frames = answered(&mut client, 1).await;
-    assert_eq!(data_on(&frames, 1), hello_body(b"continued"));
+    assert_eq!(data_on(&frames, 1), hello_frame("continued"));
     connection_errors(
         &server,
         &call(&server, 1),
@@ -1251,7 +1251,7 @@ async fn trailers_with_a_pseudo_header_or_without_end_stream_are_malformed() {
     ];
     for (stream, trailers, flags) in cases {
         let mut bytes = headers(&server, stream);
-        bytes.extend(raw_frames::frame(DATA, 0, stream, &hello_body(b"t")));
+        bytes.extend(raw_frames::frame(DATA, 0, stream, &hello_frame("t")));
         bytes.extend(headers_of(stream, flags, &trailers));
         client.send(&bytes).await;
         assert_eq!(
@@ -1261,7 +1261,7 @@ async fn trailers_with_a_pseudo_header_or_without_end_stream_are_malformed() {
         );
     }
     let mut bytes = headers(&server, 5);
-    bytes.extend(raw_frames::frame(DATA, 0, 5, &hello_body(b"trailed")));
+    bytes.extend(raw_frames::frame(DATA, 0, 5, &hello_frame("trailed")));
     bytes.extend(raw_frames::frame(
         HEADERS,
         END_HEADERS | END_STREAM,
@@ -1270,7 +1270,7 @@ async fn trailers_with_a_pseudo_header_or_without_end_stream_are_malformed() {
     ));
     client.send(&bytes).await;
     let frames = answered(&mut client, 5).await;
-    assert_eq!(data_on(&frames, 5), hello_body(b"trailed"));
+    assert_eq!(data_on(&frames, 5), hello_frame("trailed"));
     drop(client);
     server.stop().await;
 }
@@ -1281,7 +1281,7 @@ async fn trailers_with_a_pseudo_header_or_without_end_stream_are_malformed() {
 async fn a_content_length_that_disagrees_with_the_data_is_malformed() {
     let server = server(builder()).await;
     let mut client = Client::connect(&server).await;
-    let body = hello_body(b"sized");
+    let body = hello_frame("sized");
     let with_length = |stream: u32, length: usize| {
         let mut fields = request_fields(&server);
         fields.push((b"content-length".to_vec(), length.to_string().into_bytes()));

@@ -2,16 +2,15 @@
 //! attacks, and the RFC 9113 rules a receiver must enforce. Each test writes frames, reads the
 //! frames that come back, and checks that the server still serves a new connection at once.
 
-mod support;
-
 use std::time::Duration;
 
 use fastgrpc::Server;
+use support::hello_frame;
 use support::raw_frames::{self, Frame};
 use support::scripted::{
     COMPRESSION_ERROR, CONTINUATION, Client, DATA, ENHANCE_YOUR_CALM, FLOW_CONTROL_ERROR,
     FRAME_SIZE_ERROR, HEADERS, PING, PROTOCOL_ERROR, REFUSED_STREAM, RST_STREAM, SAY_HELLO,
-    SETTINGS, WINDOW_UPDATE, call, headers, hello_body, server, still_serves,
+    SETTINGS, WINDOW_UPDATE, call, headers, server, still_serves,
 };
 
 #[tokio::test]
@@ -35,6 +34,7 @@ async fn a_scripted_call_is_answered_with_headers_data_and_trailers() {
             .iter()
             .any(|frame| frame.kind == SETTINGS && frame.flags == 0x1)
     );
+    drop(client);
     server.stop().await;
 }
 
@@ -52,6 +52,7 @@ async fn too_many_pings_get_goaway_enhance_your_calm() {
         (ENHANCE_YOUR_CALM, b"too_many_pings".to_vec())
     );
     still_serves(&server).await;
+    drop(client);
     server.stop().await;
 }
 
@@ -68,6 +69,7 @@ async fn pings_within_the_policy_are_answered() {
         assert!(frames.iter().any(acked), "ping {i} answered: {frames:?}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    drop(client);
     server.stop().await;
 }
 
@@ -99,12 +101,15 @@ async fn unanswerable_flood(builder: fastgrpc::Builder, frame: &[u8], what: &str
         .cycle()
         .take(frame.len() * 1_000_000)
         .collect();
-    let taken = client.send_within(&flood, Duration::from_secs(3)).await;
+    let taken = client
+        .send_until_stalled(&flood, Duration::from_millis(500))
+        .await;
     assert!(
         taken < flood.len(),
         "the server read 1,000,000 {what} it could not answer"
     );
     still_serves(&server).await;
+    drop(client);
     server.stop().await;
 }
 
@@ -118,9 +123,12 @@ async fn a_continuation_flood_gets_goaway() {
     for _ in 0..10 {
         bytes.extend(raw_frames::frame(CONTINUATION, 0, 1, &filler));
     }
-    client.send_within(&bytes, Duration::from_secs(3)).await;
+    client
+        .send_until_stalled(&bytes, Duration::from_millis(500))
+        .await;
     assert_eq!(client.goaway().await.0, ENHANCE_YOUR_CALM);
     still_serves(&server).await;
+    drop(client);
     server.stop().await;
 }
 
@@ -133,6 +141,7 @@ async fn a_header_block_interrupted_by_another_frame_is_a_protocol_error() {
     client.send(&bytes).await;
     assert_eq!(client.goaway().await.0, PROTOCOL_ERROR);
     still_serves(&server).await;
+    drop(client);
     server.stop().await;
 }
 
@@ -173,6 +182,7 @@ async fn an_hpack_bomb_is_refused_with_431_and_the_connection_goes_on() {
             .iter()
             .any(|frame| frame.kind == HEADERS && frame.stream == 3)
     );
+    drop(client);
     server.stop().await;
 }
 
@@ -191,6 +201,7 @@ async fn zero_length_header_names_make_a_request_malformed() {
         .await;
     assert_eq!(client.reset(1).await, PROTOCOL_ERROR);
     still_serves(&server).await;
+    drop(client);
     server.stop().await;
 }
 
@@ -215,7 +226,7 @@ async fn an_empty_frame_flood_costs_no_memory_and_others_are_served() {
     let mut client = flooding.await.unwrap();
     // The call still completes once its body ends.
     client
-        .send(&raw_frames::last_data(1, &hello_body(b"hi")))
+        .send(&raw_frames::last_data(1, &hello_frame("hi")))
         .await;
     let frames = client
         .read_until(|frame| frame.kind == HEADERS && frame.flags & 0x1 != 0)
@@ -226,6 +237,7 @@ async fn an_empty_frame_flood_costs_no_memory_and_others_are_served() {
             .any(|frame| frame.kind == DATA && frame.stream == 1),
         "{frames:?}"
     );
+    drop(client);
     server.stop().await;
 }
 
@@ -262,6 +274,7 @@ async fn window_overflows_are_flow_control_errors() {
         frames.iter().any(|frame| frame.stream == 3),
         "the connection goes on"
     );
+    drop(client);
     server.stop().await;
 }
 
@@ -283,12 +296,17 @@ async fn provoked_resets_in_a_loop_get_goaway_enhance_your_calm() {
             bytes.extend(raw_frames::frame(WINDOW_UPDATE, 0, stream, &overflow));
             stream += 2;
         }
-        if client.send_within(&bytes, Duration::from_secs(1)).await < bytes.len() {
+        if client
+            .send_until_stalled(&bytes, Duration::from_millis(500))
+            .await
+            < bytes.len()
+        {
             break;
         }
     }
     assert_eq!(client.goaway().await.0, ENHANCE_YOUR_CALM);
     still_serves(&server).await;
+    drop(client);
     server.stop().await;
 }
 
@@ -310,6 +328,7 @@ async fn data_beyond_the_window_is_a_flow_control_error() {
     client.send(&bytes).await;
     assert_eq!(client.goaway().await.0, FLOW_CONTROL_ERROR);
     still_serves(&server).await;
+    drop(client);
     server.stop().await;
 }
 
@@ -387,6 +406,7 @@ async fn malformed_frames_and_streams_get_the_rfc_s_errors() {
     client.send(&bytes).await;
     assert_eq!(client.goaway().await.0, PROTOCOL_ERROR);
     still_serves(&server).await;
+    drop(client);
     server.stop().await;
 }
 
@@ -424,6 +444,7 @@ async fn malformed_requests_are_reset_with_protocol_error() {
         .read_until(|frame| frame.kind == HEADERS && frame.stream == stream)
         .await;
     assert!(frames.iter().any(|frame| frame.stream == stream));
+    drop(client);
     server.stop().await;
 }
 
@@ -435,13 +456,15 @@ async fn a_client_that_never_reads_big_replies_holds_a_bounded_buffer() {
     let server = server(Server::builder()).await;
     let mut client = Client::connect(&server).await;
     // HelloRequest { name: 16,000 bytes }: one DATA frame, and a reply as large.
-    let body = hello_body(&[b'n'; 16_000]);
+    let body = hello_frame(&"n".repeat(16_000));
     let mut bytes = Vec::new();
     for stream in (1..200).step_by(2) {
         bytes.extend(headers(&server, stream));
         bytes.extend(raw_frames::last_data(stream, &body));
     }
-    client.send_within(&bytes, Duration::from_secs(2)).await;
+    client
+        .send_until_stalled(&bytes, Duration::from_millis(500))
+        .await;
     still_serves(&server).await;
     drop(client);
     server.stop().await;

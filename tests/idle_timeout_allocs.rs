@@ -4,8 +4,7 @@
 //! The stream runs on a current-thread runtime, so all its work (polling, waking, the timer)
 //! happens on the test thread, the only one counted.
 
-#[path = "support/alloc.rs"]
-mod alloc;
+use support::alloc;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -15,9 +14,6 @@ use std::time::Duration;
 use fastgrpc::Status;
 use fastgrpc::WithIdleTimeout;
 use futures_util::{Stream, StreamExt};
-
-#[global_allocator]
-static ALLOCATOR: alloc::CountingAllocator = alloc::CountingAllocator;
 
 const MESSAGES: u32 = 1_000;
 

@@ -2,8 +2,6 @@
 //! lets other connections in, methods that compute for long move to spawned tasks (and come
 //! back when cheap), deadlines hold for inline calls, and reset streams are not served.
 
-mod support;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};

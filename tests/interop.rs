@@ -3,8 +3,6 @@
 //!
 //! The same cases run with grpcio's C-core client in `interop/python/run.sh`.
 
-mod support;
-
 #[path = "../examples/interop_server/service.rs"]
 mod service;
 

@@ -1,33 +1,20 @@
 //! Connection limits: stream and header-list caps, connection count, handshake timeout,
 //! keepalive, maximum connection age and the drain grace.
 
-mod support;
-
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use fastgrpc::{FastFuture, Request, Response, RpcFuture, Server};
-use support::pb::helloworld::greeter_server::{Greeter, GreeterServer};
-use support::pb::helloworld::{HelloReply, HelloRequest};
+use fastgrpc::Server;
+use support::pb::helloworld::greeter_server::GreeterServer;
 use support::raw_frames::{self, PREFACE};
 use support::tonic_pb::helloworld as client_pb;
 use support::tonic_pb::helloworld::greeter_client::GreeterClient;
-use support::{TestServer, channel, frame, grpc_post, h2_client, raw_request};
+use support::{EchoGreeter, TestServer, channel, frame, grpc_post, h2_client, raw_request};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-struct Hello;
-
-impl Greeter for Hello {
-    fn say_hello(&self, request: Request<HelloRequest>) -> impl RpcFuture<HelloReply> {
-        FastFuture::ok(Response::new(HelloReply {
-            message: request.into_inner().name,
-        }))
-    }
-}
-
-fn greeter() -> GreeterServer<Hello> {
-    GreeterServer::new(Hello)
+fn greeter() -> GreeterServer<EchoGreeter> {
+    GreeterServer::new(EchoGreeter)
 }
 
 async fn still_serves(server: &TestServer) {
@@ -436,7 +423,8 @@ async fn a_default_shutdown_cuts_off_a_mute_peer_with_a_call_in_flight() {
 /// on the last 128 streams it closed and answers STREAM_CLOSED on others, counting nothing.
 #[tokio::test]
 async fn late_data_for_calls_answered_early_never_costs_the_connection() {
-    use support::scripted::{self, Client, DATA, GOAWAY, HEADERS, hello_body};
+    use support::hello_frame;
+    use support::scripted::{self, Client, DATA, GOAWAY, HEADERS};
     const ROUNDS: u32 = 40;
     const AT_ONCE: u32 = 64;
     let server = TestServer::start(
@@ -480,7 +468,7 @@ async fn late_data_for_calls_answered_early_never_costs_the_connection() {
         );
         let mut late = Vec::new();
         for stream in (first..next).step_by(2) {
-            late.extend(raw_frames::last_data(stream, &hello_body(b"late")));
+            late.extend(raw_frames::last_data(stream, &hello_frame("late")));
         }
         client.send(&late).await;
     }

@@ -3,10 +3,8 @@
 //! The adapter allocates its buffer and wakers once, when it is built. After that, ready results
 //! pass through without allocating, and pending ones cost only what their own futures cost.
 
-#[path = "support/alloc.rs"]
-mod alloc;
-#[path = "support/futures.rs"]
-mod test_futures;
+use support::alloc;
+use support::futures as test_futures;
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -16,9 +14,6 @@ use fastgrpc::FastFuture;
 use fastgrpc::MapAsyncExt;
 use futures_util::stream::{self, Stream};
 use test_futures::{CountingWaker, YieldOnce, sum_all};
-
-#[global_allocator]
-static ALLOCATOR: alloc::CountingAllocator = alloc::CountingAllocator;
 
 const ITEMS: u64 = 1000;
 const PARALLELISM: usize = 16;

@@ -20,8 +20,7 @@ use fastgrpc::MapAsyncExt;
 use futures_util::stream::{self, Stream, StreamExt};
 use proptest::prelude::*;
 
-#[path = "support/futures.rs"]
-mod test_futures;
+use support::futures as test_futures;
 
 use test_futures::{CountingWaker, InFlight, Tracked};
 

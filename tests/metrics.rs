@@ -5,7 +5,6 @@
 /// greeter_server's `--metrics-addr` endpoint, the example's own code.
 #[path = "../examples/support/prometheus.rs"]
 mod prometheus_endpoint;
-mod support;
 
 use std::time::Duration;
 

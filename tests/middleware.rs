@@ -1,7 +1,5 @@
 //! Middleware: tower layers server-wide and per service, and interceptors (sync and async).
 
-mod support;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -16,7 +14,7 @@ use support::tonic_pb::grpc_testing as tonic_testing;
 use support::tonic_pb::grpc_testing::test_service_client::TestServiceClient;
 use support::tonic_pb::helloworld as client_pb;
 use support::tonic_pb::helloworld::greeter_client::GreeterClient;
-use support::{TestServer, channel};
+use support::{TestServer, channel, hello};
 use tower::ServiceBuilder;
 
 /// Greets at once, or after `sleep:<ms>`'s milliseconds; counts the calls it runs at once and
@@ -65,10 +63,6 @@ impl TestService for Empties {
     fn empty_call(&self, _request: Request<Empty>) -> impl RpcFuture<Empty> {
         FastFuture::ok(Response::new(Empty {}))
     }
-}
-
-fn hello(name: &str) -> client_pb::HelloRequest {
-    client_pb::HelloRequest { name: name.into() }
 }
 
 #[tokio::test]

@@ -9,8 +9,6 @@
 
 #![cfg(unix)]
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

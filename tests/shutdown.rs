@@ -1,8 +1,6 @@
 //! Graceful shutdown under load: hundreds of unary and streaming calls in flight when the
 //! signal comes; every accepted call completes, and the server stops within its grace.
 
-mod support;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};

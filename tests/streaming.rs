@@ -1,8 +1,6 @@
 //! Streaming calls through the runtime: framing across DATA frames, flow control with a slow
 //! reader, errors mid-stream, and client cancellation seen by the handler.
 
-mod support;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;

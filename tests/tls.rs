@@ -3,8 +3,6 @@
 //! authentication, the peer's chain in `ConnectInfo`, and clients that fail the handshake
 //! (plaintext, certificate-less, silent) without disturbing the others.
 
-mod support;
-
 use std::time::Duration;
 
 use fastgrpc::Server;

@@ -1,8 +1,6 @@
 //! tonic compatibility, both ways: tonic-generated services (and tonic-health) hosted in a
 //! fastgrpc server beside fastgrpc services, and fastgrpc services mounted in tonic's server.
 
-mod support;
-
 use std::pin::Pin;
 
 use fastgrpc::ForTonic;

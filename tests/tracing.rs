@@ -4,8 +4,6 @@
 //! `tracing` caches per call site whether anyone listens, which a test on another thread could
 //! decide first.)
 
-mod support;
-
 use std::sync::Arc;
 
 use fastgrpc::{FastFuture, Request, Response, RpcFuture, Server};

@@ -1,8 +1,6 @@
 //! Transports and connection information: TCP, unix domain sockets, any stream of connections
 //! (in-memory pipes here), and the `ConnectInfo` a handler sees for each.
 
-mod support;
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 

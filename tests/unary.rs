@@ -1,7 +1,5 @@
 //! Unary calls end to end: a tonic client over loopback TCP against fastgrpc servers.
 
-mod support;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -11,9 +9,8 @@ use fastgrpc::{Code, FastFuture, Request, Response, RpcFuture, Server, Status};
 use prost::Message;
 use support::pb::helloworld::greeter_server::{Greeter, GreeterServer};
 use support::pb::helloworld::{HelloReply, HelloRequest};
-use support::tonic_pb::helloworld as client_pb;
 use support::tonic_pb::helloworld::greeter_client::GreeterClient;
-use support::{TestServer, channel, frame, raw_grpc, raw_request};
+use support::{TestServer, channel, frame, hello, raw_grpc, raw_request};
 
 /// Answers at once with a ready `FastFuture` (the inline path).
 struct FastGreeter;
@@ -73,10 +70,6 @@ impl Greeter for EagerAsyncGreeter {
             message: format!("Hi {}", request.into_inner().name),
         }))
     }
-}
-
-fn hello(name: &str) -> client_pb::HelloRequest {
-    client_pb::HelloRequest { name: name.into() }
 }
 
 async fn fast_server() -> TestServer {

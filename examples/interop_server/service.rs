@@ -11,7 +11,7 @@ use fastgrpc::{CompressionEncoding, MessageCompression, RequestCompressed};
 use futures_util::StreamExt;
 use tonic::metadata::MetadataMap;
 
-use crate::grpc_testing;
+use super::grpc_testing;
 use grpc_testing::test_service_server::TestService;
 use grpc_testing::{
     EchoStatus, Empty, Payload, ResponseParameters, SimpleRequest, SimpleResponse,

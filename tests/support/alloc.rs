@@ -16,6 +16,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
+#[derive(Debug)]
 pub struct CountingAllocator;
 
 thread_local! {
@@ -122,6 +123,7 @@ pub fn count_allocations_and_bytes<T>(f: impl FnOnce() -> T) -> (T, u64, u64) {
 
 /// A server running on a thread of its own, with a current-thread runtime, counting every
 /// allocation that thread makes: a server's own allocations, apart from its clients'.
+#[derive(Debug)]
 pub struct CountedServer {
     pub addr: std::net::SocketAddr,
     ask: tokio::sync::mpsc::UnboundedSender<tokio::sync::oneshot::Sender<u64>>,

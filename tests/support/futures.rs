@@ -13,6 +13,7 @@ use futures_util::Stream;
 
 /// Pending on its first poll, after waking itself; ready with `value` on the next. Not
 /// zero-sized, so boxing it allocates (a zero-sized future would box for free).
+#[derive(Debug)]
 pub struct YieldOnce {
     pub yielded: bool,
     pub value: u64,
@@ -41,13 +42,14 @@ impl Future for YieldOnce {
 }
 
 /// Futures alive at once (created, not yet dropped), and the most seen.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct InFlight {
     pub now: AtomicUsize,
     pub max: AtomicUsize,
 }
 
 /// Counts itself in an `InFlight` from creation to drop.
+#[derive(Debug)]
 pub struct Tracked<Fut> {
     inner: Fut,
     in_flight: Arc<InFlight>,
@@ -79,7 +81,7 @@ impl<Fut: Future + Unpin> Future for Tracked<Fut> {
 }
 
 /// Counts wake-ups, so a poll loop can tell a real wake-up from a lost one.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct CountingWaker(pub AtomicUsize);
 
 impl Wake for CountingWaker {

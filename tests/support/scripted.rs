@@ -8,12 +8,11 @@
 
 use std::time::{Duration, Instant};
 
-use fastgrpc::{FastFuture, Http2Engine, Request, Response, RpcFuture};
+use fastgrpc::Http2Engine;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::pb::helloworld::greeter_server::{Greeter, GreeterServer};
-use super::pb::helloworld::{HelloReply, HelloRequest};
+use super::pb::helloworld::greeter_server::GreeterServer;
 use super::raw_frames::{self, Frame, PREFACE};
 use super::tonic_pb::helloworld as client_pb;
 use super::tonic_pb::helloworld::greeter_client::GreeterClient;
@@ -53,25 +52,14 @@ pub const ENHANCE_YOUR_CALM: u32 = 0xb;
 /// How long any one read waits for the frame it expects.
 pub const READ_LIMIT: Duration = Duration::from_secs(5);
 
-/// A greeter that answers with the name it is given, so a long name makes a long reply.
-pub struct Hello;
-
-impl Greeter for Hello {
-    fn say_hello(&self, request: Request<HelloRequest>) -> impl RpcFuture<HelloReply> {
-        FastFuture::ok(Response::new(HelloReply {
-            message: request.into_inner().name,
-        }))
-    }
-}
-
 pub const SAY_HELLO: &str = "/helloworld.Greeter/SayHello";
 
-/// `builder` serving [`Hello`] on fastgrpc's engine, on a loopback port.
+/// `builder` serving [`EchoGreeter`](crate::EchoGreeter) on fastgrpc's engine, on a loopback port.
 pub async fn server(builder: fastgrpc::Builder) -> TestServer {
     TestServer::start(
         builder
             .http2_engine(Http2Engine::Fastgrpc)
-            .add_service(GreeterServer::new(Hello)),
+            .add_service(GreeterServer::new(crate::EchoGreeter)),
     )
     .await
 }
@@ -93,6 +81,7 @@ pub async fn still_serves(server: &TestServer) {
 }
 
 /// A scripted client: the preface and SETTINGS sent, frames written and read raw.
+#[derive(Debug)]
 pub struct Client {
     tcp: TcpStream,
     /// Every byte read so far.
@@ -125,13 +114,13 @@ impl Client {
         self.tcp.write_all(bytes).await.unwrap();
     }
 
-    /// Sends as much of `bytes` as the server takes within `limit` (a server that stopped
-    /// reading takes only what the socket buffers hold); returns how much it took.
-    pub async fn send_within(&mut self, bytes: &[u8], limit: Duration) -> usize {
+    /// Sends `bytes`, as much of them as the server takes, until all are sent or the server
+    /// has taken nothing for `stall` (a server that stopped reading takes only what the
+    /// socket buffers hold); returns how much it took.
+    pub async fn send_until_stalled(&mut self, bytes: &[u8], stall: Duration) -> usize {
         let mut sent = 0;
-        let deadline = tokio::time::Instant::now() + limit;
         while sent < bytes.len() {
-            match tokio::time::timeout_at(deadline, self.tcp.write(&bytes[sent..])).await {
+            match tokio::time::timeout(stall, self.tcp.write(&bytes[sent..])).await {
                 Ok(Ok(n)) if n > 0 => sent += n,
                 _ => break,
             }
@@ -225,23 +214,6 @@ pub fn headers(server: &TestServer, stream: u32) -> Vec<u8> {
 /// A whole call on `stream`: HEADERS, then DATA with a HelloRequest and END_STREAM.
 pub fn call(server: &TestServer, stream: u32) -> Vec<u8> {
     let mut bytes = headers(server, stream);
-    bytes.extend(raw_frames::last_data(stream, &hello_body(b"hi")));
+    bytes.extend(raw_frames::last_data(stream, &crate::hello_frame("hi")));
     bytes
-}
-
-/// A gRPC request body: one uncompressed frame with `HelloRequest { name }` (or, the same
-/// bytes, a `HelloReply { message: name }`).
-pub fn hello_body(name: &[u8]) -> Vec<u8> {
-    let mut message = vec![0x0a];
-    let mut len = name.len();
-    while len >= 0x80 {
-        message.push(len as u8 | 0x80);
-        len >>= 7;
-    }
-    message.push(len as u8);
-    message.extend_from_slice(name);
-    let mut body = vec![0];
-    body.extend_from_slice(&(message.len() as u32).to_be_bytes());
-    body.extend(message);
-    body
 }

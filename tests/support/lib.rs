@@ -1,6 +1,11 @@
-//! Helpers shared by the integration tests: generated code, a server on a loopback port,
-//! tonic clients, and a raw HTTP/2 client for requests tonic would never send.
-#![allow(dead_code)]
+//! What the integration tests share, as this crate's library (`support`): generated code,
+//! fixtures (a server on a loopback port, services the tests have in common), tonic clients,
+//! and raw and scripted HTTP/2 clients for requests tonic would never send.
+//!
+//! The tests are a few binaries by subject (`calls.rs`, `connections.rs`), and apart only
+//! those that need a process of their own: a global allocator (`allocation_counts.rs`,
+//! `faults.rs`) or the machine's cores to themselves (`inline.rs`). The guide's examples run as
+//! this library's doc tests.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -16,6 +21,7 @@ pub use protos as pb;
 pub use protos::tonic_pb;
 
 /// A fastgrpc server on an ephemeral loopback port, stopped gracefully by [`TestServer::stop`].
+#[derive(Debug)]
 pub struct TestServer {
     pub addr: SocketAddr,
     stop: Option<oneshot::Sender<()>>,
@@ -202,7 +208,7 @@ pub fn frame(message: &[u8]) -> Bytes {
 
 /// A greeter that records the [`fastgrpc::ConnectInfo`] each call finds in its
 /// extensions (`None` where there is none) and answers `Hello {name}`.
-#[derive(Clone, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct RecordingGreeter {
     pub seen: std::sync::Arc<std::sync::Mutex<Vec<Option<fastgrpc::ConnectInfo>>>>,
     /// What tonic's `Request::remote_addr()` answered in each call.
@@ -453,3 +459,41 @@ pub fn decompressed(encoding: fastgrpc::CompressionEncoding, payload: &[u8]) -> 
     .unwrap();
     message
 }
+
+/// A global allocator that counts one thread's allocations (`allocation_counts.rs`).
+pub mod alloc;
+/// Hand-made futures for the `map_async` tests.
+pub mod futures;
+
+/// A greeter that answers with the name it is given, so a long name makes a long reply.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EchoGreeter;
+
+impl pb::helloworld::greeter_server::Greeter for EchoGreeter {
+    fn say_hello(
+        &self,
+        request: fastgrpc::Request<pb::helloworld::HelloRequest>,
+    ) -> impl fastgrpc::RpcFuture<pb::helloworld::HelloReply> {
+        fastgrpc::FastFuture::ok(fastgrpc::Response::new(pb::helloworld::HelloReply {
+            message: request.into_inner().name,
+        }))
+    }
+}
+
+/// A `SayHello` request for tonic's client.
+pub fn hello(name: &str) -> tonic_pb::helloworld::HelloRequest {
+    tonic_pb::helloworld::HelloRequest { name: name.into() }
+}
+
+/// A `SayHello` request's body: one uncompressed gRPC frame.
+pub fn hello_frame(name: &str) -> Bytes {
+    use prost::Message;
+    frame(&pb::helloworld::HelloRequest { name: name.into() }.encode_to_vec())
+}
+
+/// The guide's examples (`docs/GUIDE.md`) as doc tests. They use the generated code of the
+/// workspace's test protos, which the published crate does not build, so they run here; the
+/// runtime crate shows the same guide in its documentation.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/GUIDE.md")]
+pub struct Guide;

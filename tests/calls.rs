@@ -1,0 +1,16 @@
+//! What a call does, above the connection that carries it: unary and streaming calls,
+//! deadlines, compression, gRPC-Web, middleware and interceptors, tonic services and clients,
+//! the interop cases, metrics and spans, `map_async`, and the README's example.
+
+mod compression;
+mod deadlines;
+mod grpc_web;
+mod interop;
+mod map_async_props;
+mod metrics;
+mod middleware;
+mod readme;
+mod streaming;
+mod tonic_compat;
+mod tracing;
+mod unary;
