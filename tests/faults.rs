@@ -4,7 +4,6 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
-use std::time::Duration;
 
 use fastgrpc::{BoxStream, Code, FastFuture, Request, Response, RpcFuture, Server, Status};
 use fastgrpc::{FastService, ForTonic, ServerStats};
@@ -16,7 +15,7 @@ use support::pb::helloworld::{HelloReply, HelloRequest};
 use support::tonic_pb::grpc_testing as client_testing;
 use support::tonic_pb::grpc_testing::test_service_client::TestServiceClient;
 use support::tonic_pb::helloworld::greeter_client::GreeterClient;
-use support::{TestServer, channel, hello};
+use support::{TestServer, channel, hello, until};
 
 /// Counts the bytes live on the heap, over all threads.
 struct LiveBytes;
@@ -82,15 +81,6 @@ impl Hanging {
 impl Drop for Hanging {
     fn drop(&mut self) {
         HANGS_DROPPED.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-/// Waits (bounded) until `condition` holds.
-async fn until(what: &str, condition: impl Fn() -> bool) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while !condition() {
-        assert!(tokio::time::Instant::now() < deadline, "not yet: {what}");
-        tokio::time::sleep(Duration::from_millis(1)).await;
     }
 }
 
@@ -166,16 +156,10 @@ impl TestService for FaultyStreams {
 /// Waits (bounded) until the server holds no task finishing a call and `connections`
 /// connections.
 async fn settles(stats: &ServerStats, connections: usize) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while stats.call_tasks() != 0 || stats.connections() != connections {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "still {} call tasks and {} connections",
-            stats.call_tasks(),
-            stats.connections()
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    until("no call task, and the connections expected", || {
+        stats.call_tasks() == 0 && stats.connections() == connections
+    })
+    .await;
 }
 
 /// One round of every fault; checks each status.

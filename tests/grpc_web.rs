@@ -13,7 +13,7 @@ use support::pb::grpc_testing::{
     StreamingOutputCallResponse,
 };
 use support::web::{frames, from_text};
-use support::{RawResponse, TestServer, frame, raw_request};
+use support::{RawResponse, TestServer, frame, raw_request, until};
 
 /// `UnaryCall` answers a payload of `response_size` bytes, or the status `response_status`
 /// asks for; `StreamingOutputCall` answers one message per `response_parameters` entry.
@@ -270,7 +270,7 @@ async fn bad_text_bodies_get_internal_and_other_content_types_415() {
 async fn a_text_body_that_arrives_in_pieces_is_decoded_as_it_comes() {
     let (server, stats) = web_server().await;
     let text = BASE64.encode(sized(40));
-    // Split inside a base64 group, with a pause, so the call starts before the rest arrives.
+    // Split inside a base64 group; the rest is sent once the call has started, waiting for it.
     let (first, second) = text.split_at(7);
     let mut client = support::h2_client(&server, 1 << 20).await;
     let mut request = support::grpc_post(&server, "/grpc.testing.TestService/UnaryCall");
@@ -281,7 +281,10 @@ async fn a_text_body_that_arrives_in_pieces_is_decoded_as_it_comes() {
     let (response, mut send) = client.send_request(request, false).unwrap();
     send.send_data(Bytes::copy_from_slice(first.as_bytes()), false)
         .unwrap();
-    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    until("the call waits for the rest of its body", || {
+        stats.call_tasks() == 1
+    })
+    .await;
     send.send_data(Bytes::copy_from_slice(second.as_bytes()), true)
         .unwrap();
     let (parts, mut body) = response.await.unwrap().into_parts();

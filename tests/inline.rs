@@ -14,7 +14,7 @@ use support::pb::grpc_testing::test_service_server::{TestService, TestServiceSer
 use support::pb::grpc_testing::{
     Empty, SimpleRequest, SimpleResponse, StreamingOutputCallResponse,
 };
-use support::{TestServer, frame, grpc_post, raw_frames};
+use support::{TestServer, frame, grpc_post, raw_frames, until};
 use tokio::io::AsyncWriteExt;
 
 const UNARY: &str = "/grpc.testing.TestService/UnaryCall";
@@ -207,9 +207,10 @@ async fn a_connection_running_slow_inline_calls_lets_other_connections_in() {
         let server = Arc::clone(&server);
         async move { pipelined(&server, UNARY, work(3_000), &[], 24).await }
     });
-    while service.runs() == 0 {
-        tokio::time::sleep(Duration::from_micros(200)).await;
-    }
+    until("the busy connection's first call runs", || {
+        service.runs() > 0
+    })
+    .await;
     // The same worker serves the busy connection and this one.
     let light = pipelined(&server, EMPTY, Bytes::from_static(&[0; 5]), &[], 1).await;
     let busy = busy.await.unwrap();

@@ -11,7 +11,7 @@ use support::pb::grpc_testing;
 use support::tonic_pb::grpc_testing as client_pb;
 use support::tonic_pb::grpc_testing::test_service_client::TestServiceClient;
 use support::tonic_pb::grpc_testing::unimplemented_service_client::UnimplementedServiceClient;
-use support::{TestServer, channel};
+use support::{TestServer, channel, until};
 use tonic::transport::Channel;
 
 async fn interop_server() -> (TestServer, TestServiceClient<Channel>) {
@@ -444,7 +444,10 @@ async fn server_compressed_streaming() {
 
 #[tokio::test]
 async fn cancel_after_begin() {
-    let (server, mut client) = interop_server().await;
+    let builder = Server::builder().add_service(service::Interop::server());
+    let stats = builder.stats();
+    let server = TestServer::start(builder).await;
+    let mut client = TestServiceClient::new(channel(&server).await);
     let (requests, rx) = tokio::sync::mpsc::channel::<client_pb::StreamingInputCallRequest>(1);
     let mut call_client = client.clone();
     let call = tokio::spawn(async move {
@@ -452,7 +455,7 @@ async fn cancel_after_begin() {
             .streaming_input_call(tokio_stream::wrappers::ReceiverStream::new(rx))
             .await
     });
-    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    until("the call has begun", || stats.call_tasks() == 1).await;
     call.abort();
     assert!(call.await.unwrap_err().is_cancelled());
     drop(requests);

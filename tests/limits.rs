@@ -9,7 +9,7 @@ use support::pb::helloworld::greeter_server::GreeterServer;
 use support::raw_frames::{self, PREFACE};
 use support::tonic_pb::helloworld as client_pb;
 use support::tonic_pb::helloworld::greeter_client::GreeterClient;
-use support::{EchoGreeter, TestServer, channel, frame, grpc_post, h2_client, raw_request};
+use support::{EchoGreeter, TestServer, channel, frame, grpc_post, h2_client, raw_request, until};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -203,12 +203,11 @@ async fn old_connections_get_goaway_and_in_flight_calls_end_within_the_grace() {
 
 #[tokio::test]
 async fn shutdown_closes_calls_that_outlast_the_drain_grace() {
-    let mut server = TestServer::start(
-        Server::builder()
-            .drain_grace(Duration::from_millis(200))
-            .add_service(greeter()),
-    )
-    .await;
+    let builder = Server::builder()
+        .drain_grace(Duration::from_millis(200))
+        .add_service(greeter());
+    let stats = builder.stats();
+    let mut server = TestServer::start(builder).await;
     let tcp = TcpStream::connect(server.addr).await.unwrap();
     let (client, conn) = h2::client::handshake(tcp).await.unwrap();
     tokio::spawn(async move {
@@ -219,7 +218,7 @@ async fn shutdown_closes_calls_that_outlast_the_drain_grace() {
     let request = grpc_post(&server, "/helloworld.Greeter/SayHello");
     let (_response, mut send) = client.send_request(request, false).unwrap();
     send.send_data(Bytes::from_static(&[0, 0]), false).unwrap();
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    until("the call waits for its body", || stats.call_tasks() == 1).await;
 
     let started = Instant::now();
     server.begin_stop();
@@ -299,14 +298,13 @@ async fn mute_peer_with_a_call_in_flight(server: &TestServer) -> TcpStream {
 
 #[tokio::test]
 async fn keepalive_closes_a_dead_peer_while_the_server_shuts_down() {
-    let mut server = TestServer::start(
-        Server::builder()
-            .http2_keepalive(Duration::from_millis(100), Duration::from_millis(100))
-            .add_service(greeter()),
-    )
-    .await;
+    let builder = Server::builder()
+        .http2_keepalive(Duration::from_millis(100), Duration::from_millis(100))
+        .add_service(greeter());
+    let stats = builder.stats();
+    let mut server = TestServer::start(builder).await;
     let _mute = mute_peer_with_a_call_in_flight(&server).await;
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    until("the call waits for its body", || stats.call_tasks() == 1).await;
     // Without a drain grace, shutdown waits for the call in flight: only keepalive can tell
     // that its peer is gone.
     server.begin_stop();

@@ -20,7 +20,7 @@ use support::pb::grpc_testing::{
     StreamingInputCallRequest, StreamingInputCallResponse, StreamingOutputCallRequest,
     StreamingOutputCallResponse,
 };
-use support::{RawResponse, TestServer, frame, raw_grpc, raw_request};
+use support::{RawResponse, TestServer, frame, raw_grpc, raw_request, until};
 
 const UNARY: &str = "grpc.testing.TestService/UnaryCall";
 
@@ -198,20 +198,17 @@ impl Metered {
     /// The one point of `name` for `method` and `status`, waiting (bounded) until it has
     /// `count` observations: a call the client gave up on ends on the server a moment later.
     async fn wait_for(&self, name: &str, method: &str, status: &str, count: u64) -> Point {
-        for _ in 0..500 {
-            let found = self
-                .of(name, method)
-                .into_iter()
-                .find(|p| p.status.as_deref() == Some(status));
-            if let Some(point) = found.filter(|p| p.count >= count) {
-                return point;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!(
-            "no {name} point for {method} {status}: {:?}",
+        let point = || {
             self.of(name, method)
-        );
+                .into_iter()
+                .find(|p| p.status.as_deref() == Some(status) && p.count >= count)
+        };
+        until(
+            &format!("{count} {name} points for {method} {status}"),
+            || point().is_some(),
+        )
+        .await;
+        point().expect("found")
     }
 }
 
@@ -417,12 +414,10 @@ async fn streaming_calls_of_each_kind() {
     body.send_data(frame(&messages[0].encode_to_vec()), false)
         .unwrap();
     let method = "grpc.testing.TestService/StreamingInputCall";
-    for _ in 0..500 {
-        if !metered.of(STARTED, method).is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    until("the call has started", || {
+        !metered.of(STARTED, method).is_empty()
+    })
+    .await;
     body.send_data(frame(&messages[1].encode_to_vec()), true)
         .unwrap();
     let (_, mut recv) = response.await.unwrap().into_parts();
@@ -575,18 +570,15 @@ async fn deadlines_cancels_and_panics_are_recorded_as_the_client_sees_them() {
         .unwrap();
     body.send_data(frame(&forever.encode_to_vec()), true)
         .unwrap();
-    for _ in 0..500 {
-        if metered
+    until("both calls have started", || {
+        metered
             .of(STARTED, UNARY)
             .iter()
             .map(|p| p.sum)
             .sum::<f64>()
             >= 2.0
-        {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    })
+    .await;
     body.send_reset(h2::Reason::CANCEL);
     drop(response);
     metered.wait_for(DURATION, UNARY, "CANCELLED", 1).await;

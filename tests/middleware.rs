@@ -14,7 +14,7 @@ use support::tonic_pb::grpc_testing as tonic_testing;
 use support::tonic_pb::grpc_testing::test_service_client::TestServiceClient;
 use support::tonic_pb::helloworld as client_pb;
 use support::tonic_pb::helloworld::greeter_client::GreeterClient;
-use support::{TestServer, channel, hello};
+use support::{TestServer, channel, hello, until};
 use tower::ServiceBuilder;
 
 /// Greets at once, or after `sleep:<ms>`'s milliseconds; counts the calls it runs at once and
@@ -120,9 +120,10 @@ async fn a_concurrency_limit_layer_queues_calls_and_load_shedding_refuses_them()
     let channel = channel(&server).await;
     let mut first = GreeterClient::new(channel.clone());
     let slow = tokio::spawn(async move { first.say_hello(hello("sleep:300")).await });
-    while greeter.0.now.load(Ordering::SeqCst) == 0 {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    until("the first call runs", || {
+        greeter.0.now.load(Ordering::SeqCst) == 1
+    })
+    .await;
     let shed = GreeterClient::new(channel)
         .say_hello(hello("second"))
         .await
@@ -215,8 +216,8 @@ async fn an_async_interceptor_may_wait_before_letting_a_call_in() {
     let interceptor = async_interceptor(move |request: Request<()>| {
         let counter = Arc::clone(&counter);
         async move {
-            // Looks the token up somewhere slow.
-            tokio::time::sleep(Duration::from_millis(10)).await;
+            // Looks the token up somewhere that answers later.
+            tokio::task::yield_now().await;
             counter.fetch_add(1, Ordering::SeqCst);
             authenticate(request)
         }

@@ -13,7 +13,7 @@ use support::pb::grpc_testing::{
 };
 use support::tonic_pb::grpc_testing as client_pb;
 use support::tonic_pb::grpc_testing::test_service_client::TestServiceClient;
-use support::{TestServer, channel};
+use support::{TestServer, channel, until};
 
 #[derive(Default)]
 struct Counters {
@@ -111,11 +111,10 @@ async fn every_call_in_flight_completes_during_shutdown() {
     }
 
     // Shut down once every call has reached its handler.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while counters.started.load(Ordering::SeqCst) < UNARY + STREAMS {
-        assert!(Instant::now() < deadline, "calls did not all start");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    until("every call reaches its handler", || {
+        counters.started.load(Ordering::SeqCst) == UNARY + STREAMS
+    })
+    .await;
     let stopping = Instant::now();
     let addr = server.addr;
     server.begin_stop();

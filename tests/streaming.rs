@@ -14,12 +14,14 @@ use support::pb::grpc_testing::{
     Payload, StreamingInputCallRequest, StreamingInputCallResponse, StreamingOutputCallRequest,
     StreamingOutputCallResponse,
 };
-use support::{TestServer, grpc_post, h2_client};
+use support::{TestServer, grpc_post, h2_client, until};
 
 /// Observations the handlers make, for the tests to assert on.
 #[derive(Default)]
 struct Seen {
     produced: AtomicUsize,
+    /// Request messages the handler has read.
+    received: AtomicUsize,
     reply_stream_dropped: AtomicBool,
     request_stream_error: std::sync::Mutex<Option<tonic::Code>>,
     /// Tasks alive when the handler was called, then when each reply was produced.
@@ -122,7 +124,10 @@ impl TestService for Probe {
         let mut total = 0;
         loop {
             match requests.message().await {
-                Ok(Some(request)) => total += request.payload.map_or(0, |p| p.body.len() as i32),
+                Ok(Some(request)) => {
+                    self.0.received.fetch_add(1, Ordering::SeqCst);
+                    total += request.payload.map_or(0, |p| p.body.len() as i32);
+                }
                 Ok(None) => break,
                 Err(status) => {
                     *self.0.request_stream_error.lock().unwrap() = Some(status.code());
@@ -158,16 +163,6 @@ fn input_frames(sizes: &[usize]) -> Bytes {
         buf.extend_from_slice(&fastgrpc::internals::codec::encode(&request).unwrap());
     }
     buf.freeze()
-}
-
-async fn wait_until(what: &str, condition: impl Fn() -> bool) {
-    for _ in 0..200 {
-        if condition() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("timed out waiting until {what}");
 }
 
 /// Sends `frames` in DATA frames of `chunk` bytes and returns the aggregated size answered.
@@ -346,7 +341,7 @@ async fn a_client_reset_drops_the_reply_stream() {
     let mut body = response.await.unwrap().into_body();
     assert!(body.data().await.unwrap().is_ok());
     send.send_reset(h2::Reason::CANCEL);
-    wait_until("the reply stream is dropped", || {
+    until("the reply stream is dropped", || {
         seen.reply_stream_dropped.load(Ordering::SeqCst)
     })
     .await;
@@ -364,9 +359,12 @@ async fn a_client_reset_is_seen_by_a_handler_reading_requests() {
         )
         .unwrap();
     send.send_data(input_frames(&[10]), false).unwrap();
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    until("the handler reads the first message", || {
+        seen.received.load(Ordering::SeqCst) == 1
+    })
+    .await;
     send.send_reset(h2::Reason::CANCEL);
-    wait_until("the handler sees the reset", || {
+    until("the handler sees the reset", || {
         seen.request_stream_error.lock().unwrap().is_some()
     })
     .await;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use fastgrpc::Server;
 use fastgrpc::{Address, ConnectInfo};
 use support::pb::helloworld::greeter_server::GreeterServer;
-use support::{RecordingGreeter, TestServer, channel, channel_with, say_hello};
+use support::{RecordingGreeter, TestServer, channel, channel_with, say_hello, until};
 use tokio::net::TcpStream;
 
 #[tokio::test]
@@ -98,14 +98,7 @@ async fn unix_socket_serves_and_tells_its_path() {
                 let _ = stopped.await;
             }),
     );
-    // The socket exists once bound: wait for it, boundedly.
-    for _ in 0..500 {
-        if path.exists() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert!(path.exists(), "the server binds its socket");
+    until("the server binds its socket", || path.exists()).await;
 
     let channel = {
         let path = path.clone();

@@ -10,7 +10,7 @@ use prost::Message;
 use support::pb::helloworld::greeter_server::{Greeter, GreeterServer};
 use support::pb::helloworld::{HelloReply, HelloRequest};
 use support::tonic_pb::helloworld::greeter_client::GreeterClient;
-use support::{TestServer, channel, frame, hello, raw_grpc, raw_request};
+use support::{TestServer, channel, frame, hello, raw_grpc, raw_request, until};
 
 /// Answers at once with a ready `FastFuture` (the inline path).
 struct FastGreeter;
@@ -360,7 +360,7 @@ impl support::pb::grpc_testing::test_service_server::TestService for PanickyTest
         &self,
         _request: Request<support::pb::grpc_testing::Empty>,
     ) -> Result<Response<support::pb::grpc_testing::Empty>, Status> {
-        tokio::time::sleep(Duration::from_millis(5)).await;
+        tokio::task::yield_now().await;
         panic!("panicked in the spawned path");
     }
 }
@@ -444,8 +444,9 @@ impl support::pb::grpc_testing::test_service_server::TestService for EchoTestSer
 #[tokio::test]
 async fn graceful_shutdown_finishes_calls_in_flight() {
     let (greeter, finished) = sleepy(Duration::from_millis(300));
-    let mut server =
-        TestServer::start(Server::builder().add_service(GreeterServer::new(greeter))).await;
+    let builder = Server::builder().add_service(GreeterServer::new(greeter));
+    let stats = builder.stats();
+    let mut server = TestServer::start(builder).await;
     let channel = channel(&server).await;
     let mut calls = Vec::new();
     for i in 0..10 {
@@ -454,8 +455,11 @@ async fn graceful_shutdown_finishes_calls_in_flight() {
             client.say_hello(hello(&format!("s{i}"))).await
         }));
     }
-    // Let the calls reach the server, then ask it to stop while they are all sleeping.
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Stop once the calls have all reached the server and are sleeping.
+    until("every call sleeps in its handler", || {
+        stats.call_tasks() == 10
+    })
+    .await;
     let addr = server.addr;
     server.begin_stop();
     for call in calls {

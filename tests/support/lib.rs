@@ -465,6 +465,16 @@ pub mod alloc;
 /// Hand-made futures for the `map_async` tests.
 pub mod futures;
 
+/// Waits until `condition` holds, checking every millisecond; fails, naming `what`, after 10 s.
+/// For what a test cannot be told of directly (a count on the server, a file appearing).
+pub async fn until(what: &str, condition: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !condition() {
+        assert!(tokio::time::Instant::now() < deadline, "not yet: {what}");
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
 /// A greeter that answers with the name it is given, so a long name makes a long reply.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct EchoGreeter;
