@@ -372,14 +372,7 @@ async fn streams_reset_before_their_call_started_are_not_run() {
     tcp.write_all(&bytes).await.unwrap();
 
     // Streams are served in order: once the last one ran, the reset ones were passed over.
-    let waited = Instant::now();
-    while service.runs() == 0 {
-        assert!(
-            waited.elapsed() < Duration::from_secs(10),
-            "the last call never ran"
-        );
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+    until("the last call runs", || service.runs() > 0).await;
     assert_eq!(service.runs(), 1, "only the call that was not reset ran");
     drop(tcp);
     server.stop().await;
