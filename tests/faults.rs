@@ -179,7 +179,7 @@ async fn faults_round(server: &TestServer, channel: &tonic::transport::Channel) 
         "/helloworld.Greeter/SayHello",
         &[
             ("content-type", "application/grpc"),
-            ("grpc-timeout", "20m"),
+            ("grpc-timeout", "5m"),
         ],
         support::frame(&prost::Message::encode_to_vec(&HelloRequest {
             name: "hang".into(),
