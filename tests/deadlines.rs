@@ -34,9 +34,7 @@ struct Sleeper {
 }
 
 impl TestService for Sleeper {
-    type StreamingOutputCallStream = fastgrpc::BoxStream<StreamingOutputCallResponse>;
-    type FullDuplexCallStream = fastgrpc::BoxStream<StreamingOutputCallResponse>;
-    type HalfDuplexCallStream = fastgrpc::BoxStream<StreamingOutputCallResponse>;
+    support::boxed_reply_streams!();
 
     /// Sleeps `response_size` milliseconds, then answers.
     async fn unary_call(
@@ -292,9 +290,7 @@ fn service_with_endless_stream() -> TestServiceServer<Endless> {
 struct Endless;
 
 impl TestService for Endless {
-    type StreamingOutputCallStream = fastgrpc::BoxStream<StreamingOutputCallResponse>;
-    type FullDuplexCallStream = fastgrpc::BoxStream<StreamingOutputCallResponse>;
-    type HalfDuplexCallStream = fastgrpc::BoxStream<StreamingOutputCallResponse>;
+    support::boxed_reply_streams!();
 
     async fn streaming_output_call(
         &self,

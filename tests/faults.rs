@@ -5,7 +5,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
 
-use fastgrpc::{BoxStream, Code, FastFuture, Request, Response, RpcFuture, Server, Status};
+use fastgrpc::{Code, FastFuture, Request, Response, RpcFuture, Server, Status};
 use fastgrpc::{FastService, ForTonic, ServerStats};
 use futures_util::StreamExt;
 use support::pb::grpc_testing::test_service_server::{TestService, TestServiceServer};
@@ -111,9 +111,7 @@ impl Greeter for Faulty {
 struct FaultyStreams;
 
 impl TestService for FaultyStreams {
-    type StreamingOutputCallStream = BoxStream<StreamingOutputCallResponse>;
-    type FullDuplexCallStream = BoxStream<StreamingOutputCallResponse>;
-    type HalfDuplexCallStream = BoxStream<StreamingOutputCallResponse>;
+    support::boxed_reply_streams!();
 
     fn streaming_output_call(
         &self,
@@ -177,10 +175,7 @@ async fn faults_round(server: &TestServer, channel: &tonic::transport::Channel) 
         server.addr,
         http::Method::POST,
         "/helloworld.Greeter/SayHello",
-        &[
-            ("content-type", "application/grpc"),
-            ("grpc-timeout", "5m"),
-        ],
+        &[("content-type", "application/grpc"), ("grpc-timeout", "5m")],
         support::frame(&prost::Message::encode_to_vec(&HelloRequest {
             name: "hang".into(),
         })),

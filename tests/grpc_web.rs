@@ -4,7 +4,7 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use bytes::Bytes;
-use fastgrpc::{BoxStream, FastFuture, Request, Response, RpcFuture, Server, Status};
+use fastgrpc::{FastFuture, Request, Response, RpcFuture, Server, Status};
 use futures_util::StreamExt;
 use prost::Message;
 use support::pb::grpc_testing::test_service_server::{TestService, TestServiceServer};
@@ -20,9 +20,7 @@ use support::{RawResponse, TestServer, frame, raw_request, until};
 struct Web;
 
 impl TestService for Web {
-    type StreamingOutputCallStream = BoxStream<StreamingOutputCallResponse>;
-    type FullDuplexCallStream = BoxStream<StreamingOutputCallResponse>;
-    type HalfDuplexCallStream = BoxStream<StreamingOutputCallResponse>;
+    support::boxed_reply_streams!();
 
     fn unary_call(&self, request: Request<SimpleRequest>) -> impl RpcFuture<SimpleResponse> {
         let request = request.into_inner();

@@ -7,12 +7,11 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use bytes::Bytes;
-use fastgrpc::{BoxStream, Request, Response, Server};
+use fastgrpc::{Request, Response, Server};
 use prost::Message;
 use support::pb::grpc_testing::test_service_server::{TestService, TestServiceServer};
 use support::pb::grpc_testing::{
     Payload, SimpleRequest, SimpleResponse, StreamingInputCallRequest, StreamingInputCallResponse,
-    StreamingOutputCallResponse,
 };
 use support::web::{frames, from_text};
 use support::{TestServer, frame};
@@ -24,9 +23,7 @@ use tokio::net::TcpStream;
 struct Sized;
 
 impl TestService for Sized {
-    type StreamingOutputCallStream = BoxStream<StreamingOutputCallResponse>;
-    type FullDuplexCallStream = BoxStream<StreamingOutputCallResponse>;
-    type HalfDuplexCallStream = BoxStream<StreamingOutputCallResponse>;
+    support::boxed_reply_streams!();
 
     async fn unary_call(
         &self,

@@ -8,12 +8,10 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use fastgrpc::ServerStats;
-use fastgrpc::{BoxStream, FastFuture, Request, Response, RpcFuture, Server, Status};
+use fastgrpc::{FastFuture, Request, Response, RpcFuture, Server, Status};
 use prost::Message;
 use support::pb::grpc_testing::test_service_server::{TestService, TestServiceServer};
-use support::pb::grpc_testing::{
-    Empty, SimpleRequest, SimpleResponse, StreamingOutputCallResponse,
-};
+use support::pb::grpc_testing::{Empty, SimpleRequest, SimpleResponse};
 use support::{TestServer, frame, grpc_post, raw_frames, until};
 use tokio::io::AsyncWriteExt;
 
@@ -28,9 +26,7 @@ struct Work {
 }
 
 impl TestService for Work {
-    type StreamingOutputCallStream = BoxStream<StreamingOutputCallResponse>;
-    type FullDuplexCallStream = BoxStream<StreamingOutputCallResponse>;
-    type HalfDuplexCallStream = BoxStream<StreamingOutputCallResponse>;
+    support::boxed_reply_streams!();
 
     async fn unary_call(
         &self,

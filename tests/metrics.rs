@@ -9,7 +9,7 @@ mod prometheus_endpoint;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use fastgrpc::{BoxStream, FastFuture, Request, Response, RpcFuture, Server, Status, Streaming};
+use fastgrpc::{FastFuture, Request, Response, RpcFuture, Server, Status, Streaming};
 use futures_util::StreamExt;
 use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData};
 use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
@@ -40,9 +40,7 @@ fn reply(size: i32) -> StreamingOutputCallResponse {
 }
 
 impl TestService for Service {
-    type StreamingOutputCallStream = BoxStream<StreamingOutputCallResponse>;
-    type FullDuplexCallStream = BoxStream<StreamingOutputCallResponse>;
-    type HalfDuplexCallStream = BoxStream<StreamingOutputCallResponse>;
+    support::boxed_reply_streams!();
 
     /// Panics (inline).
     fn empty_call(&self, _request: Request<Empty>) -> impl RpcFuture<Empty> {
@@ -119,13 +117,7 @@ impl TestService for Service {
         &self,
         _request: Request<Streaming<StreamingOutputCallRequest>>,
     ) -> impl RpcFuture<Self::HalfDuplexCallStream> {
-        let replies = futures_util::stream::iter(0..2).map(|n| {
-            if n == 1 {
-                panic!("the reply stream panicked");
-            }
-            Ok(reply(3))
-        });
-        FastFuture::ok(Response::new(replies.boxed()))
+        FastFuture::ok(Response::new(support::one_reply_then_panic(reply(3))))
     }
 }
 

@@ -55,10 +55,7 @@ impl Greeter for SleepyGreeter {
 struct Empties;
 
 impl TestService for Empties {
-    type StreamingOutputCallStream =
-        fastgrpc::BoxStream<support::pb::grpc_testing::StreamingOutputCallResponse>;
-    type FullDuplexCallStream = Self::StreamingOutputCallStream;
-    type HalfDuplexCallStream = Self::StreamingOutputCallStream;
+    support::boxed_reply_streams!();
 
     fn empty_call(&self, _request: Request<Empty>) -> impl RpcFuture<Empty> {
         FastFuture::ok(Response::new(Empty {}))

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use fastgrpc::{BoxStream, Request, Response, Server, Status};
+use fastgrpc::{Request, Response, Server, Status};
 use futures_util::StreamExt;
 use support::pb::grpc_testing::test_service_server::{TestService, TestServiceServer};
 use support::pb::grpc_testing::{
@@ -25,9 +25,7 @@ struct Counters {
 struct Slow(Arc<Counters>);
 
 impl TestService for Slow {
-    type StreamingOutputCallStream = BoxStream<StreamingOutputCallResponse>;
-    type FullDuplexCallStream = BoxStream<StreamingOutputCallResponse>;
-    type HalfDuplexCallStream = BoxStream<StreamingOutputCallResponse>;
+    support::boxed_reply_streams!();
 
     async fn unary_call(
         &self,

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use fastgrpc::{BoxStream, FastFuture, Request, Response, RpcFuture, Server, Status, Streaming};
+use fastgrpc::{FastFuture, Request, Response, RpcFuture, Server, Status, Streaming};
 use futures_util::StreamExt;
 use prost::Message;
 use support::pb::grpc_testing::test_service_server::{TestService, TestServiceServer};
@@ -46,9 +46,7 @@ impl Drop for DropFlag {
 }
 
 impl TestService for Probe {
-    type StreamingOutputCallStream = BoxStream<StreamingOutputCallResponse>;
-    type FullDuplexCallStream = BoxStream<StreamingOutputCallResponse>;
-    type HalfDuplexCallStream = BoxStream<StreamingOutputCallResponse>;
+    support::boxed_reply_streams!();
 
     /// Endless replies of `response_parameters[0].size` bytes, counting each one produced;
     /// with `response_status` set, fails after three replies.
@@ -85,13 +83,9 @@ impl TestService for Probe {
         &self,
         _request: Request<Streaming<StreamingOutputCallRequest>>,
     ) -> impl RpcFuture<Self::FullDuplexCallStream> {
-        let replies = futures_util::stream::iter(0..2).map(|n| {
-            if n == 1 {
-                panic!("the reply stream panicked");
-            }
-            Ok(StreamingOutputCallResponse::default())
-        });
-        FastFuture::ok(Response::new(replies.boxed()))
+        FastFuture::ok(Response::new(support::one_reply_then_panic(
+            StreamingOutputCallResponse::default(),
+        )))
     }
 
     /// Three replies at once, then one after a short wait; records how many tasks are alive

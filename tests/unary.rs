@@ -349,12 +349,7 @@ async fn panics_become_internal_and_other_streams_of_the_connection_keep_working
 struct PanickyTestService;
 
 impl support::pb::grpc_testing::test_service_server::TestService for PanickyTestService {
-    type StreamingOutputCallStream =
-        fastgrpc::BoxStream<support::pb::grpc_testing::StreamingOutputCallResponse>;
-    type FullDuplexCallStream =
-        fastgrpc::BoxStream<support::pb::grpc_testing::StreamingOutputCallResponse>;
-    type HalfDuplexCallStream =
-        fastgrpc::BoxStream<support::pb::grpc_testing::StreamingOutputCallResponse>;
+    support::boxed_reply_streams!();
 
     async fn empty_call(
         &self,
@@ -419,12 +414,7 @@ async fn many_concurrent_calls_on_one_connection() {
 struct EchoTestService;
 
 impl support::pb::grpc_testing::test_service_server::TestService for EchoTestService {
-    type StreamingOutputCallStream =
-        fastgrpc::BoxStream<support::pb::grpc_testing::StreamingOutputCallResponse>;
-    type FullDuplexCallStream =
-        fastgrpc::BoxStream<support::pb::grpc_testing::StreamingOutputCallResponse>;
-    type HalfDuplexCallStream =
-        fastgrpc::BoxStream<support::pb::grpc_testing::StreamingOutputCallResponse>;
+    support::boxed_reply_streams!();
 
     fn unary_call(
         &self,

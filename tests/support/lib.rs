@@ -475,6 +475,33 @@ pub async fn until(what: &str, condition: impl Fn() -> bool) {
     }
 }
 
+/// The reply streams of a test's `grpc.testing.TestService`, boxed.
+pub type Replies = fastgrpc::BoxStream<pb::grpc_testing::StreamingOutputCallResponse>;
+
+/// Names the three reply-stream types of a `grpc.testing.TestService` implementation as
+/// [`Replies`]: what every test service writes, since a trait's associated types have no
+/// defaults on stable Rust.
+#[macro_export]
+macro_rules! boxed_reply_streams {
+    () => {
+        type StreamingOutputCallStream = $crate::Replies;
+        type FullDuplexCallStream = $crate::Replies;
+        type HalfDuplexCallStream = $crate::Replies;
+    };
+}
+
+/// A reply stream of `reply`, then a panic in the stream itself.
+pub fn one_reply_then_panic(reply: pb::grpc_testing::StreamingOutputCallResponse) -> Replies {
+    use futures_util::StreamExt;
+    let mut reply = Some(reply);
+    futures_util::stream::iter(0..2)
+        .map(move |_| match reply.take() {
+            Some(reply) => Ok(reply),
+            None => panic!("the reply stream panicked"),
+        })
+        .boxed()
+}
+
 /// A greeter that answers with the name it is given, so a long name makes a long reply.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct EchoGreeter;
