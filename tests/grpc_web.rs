@@ -5,15 +5,14 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use bytes::Bytes;
 use fastgrpc::{FastFuture, Request, Response, RpcFuture, Server, Status};
-use futures_util::StreamExt;
 use prost::Message;
 use support::pb::grpc_testing::test_service_server::{TestService, TestServiceServer};
 use support::pb::grpc_testing::{
-    Payload, ResponseParameters, SimpleRequest, SimpleResponse, StreamingOutputCallRequest,
+    ResponseParameters, SimpleRequest, SimpleResponse, StreamingOutputCallRequest,
     StreamingOutputCallResponse,
 };
 use support::web::{frames, from_text};
-use support::{RawResponse, TestServer, frame, raw_request, until};
+use support::{RawResponse, TestServer, frame, raw_request, sized, until};
 
 /// `UnaryCall` answers a payload of `response_size` bytes, or the status `response_status`
 /// asks for; `StreamingOutputCall` answers one message per `response_parameters` entry.
@@ -28,7 +27,7 @@ impl TestService for Web {
             return FastFuture::err(Status::new(status.code.into(), status.message));
         }
         FastFuture::ok(Response::new(SimpleResponse {
-            payload: Some(payload(request.response_size as usize)),
+            payload: Some(support::zeros(request.response_size)),
             ..Default::default()
         }))
     }
@@ -37,25 +36,7 @@ impl TestService for Web {
         &self,
         request: Request<StreamingOutputCallRequest>,
     ) -> impl RpcFuture<Self::StreamingOutputCallStream> {
-        let sizes: Vec<usize> = request
-            .into_inner()
-            .response_parameters
-            .iter()
-            .map(|p| p.size as usize)
-            .collect();
-        let replies = futures_util::stream::iter(sizes).map(|size| {
-            Ok(StreamingOutputCallResponse {
-                payload: Some(payload(size)),
-            })
-        });
-        FastFuture::ok(Response::new(replies.boxed()))
-    }
-}
-
-fn payload(size: usize) -> Payload {
-    Payload {
-        r#type: 0,
-        body: Bytes::from(vec![7; size]),
+        FastFuture::ok(Response::new(support::replies_as_asked(request)))
     }
 }
 
@@ -89,16 +70,6 @@ fn trailer_lines(trailers: &[u8]) -> Vec<String> {
         .filter(|line| !line.is_empty())
         .map(str::to_owned)
         .collect()
-}
-
-fn sized(size: i32) -> Bytes {
-    frame(
-        &SimpleRequest {
-            response_size: size,
-            ..Default::default()
-        }
-        .encode_to_vec(),
-    )
 }
 
 #[tokio::test]

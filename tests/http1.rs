@@ -14,7 +14,7 @@ use support::pb::grpc_testing::{
     Payload, SimpleRequest, SimpleResponse, StreamingInputCallRequest, StreamingInputCallResponse,
 };
 use support::web::{frames, from_text};
-use support::{TestServer, frame};
+use support::{TestServer, frame, sized};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -51,14 +51,7 @@ impl TestService for Sized {
         &self,
         request: Request<fastgrpc::Streaming<StreamingInputCallRequest>>,
     ) -> Result<Response<StreamingInputCallResponse>, fastgrpc::Status> {
-        let mut requests = request.into_inner();
-        let mut total = 0;
-        while let Some(request) = requests.message().await? {
-            total += request.payload.map_or(0, |p| p.body.len() as i32);
-        }
-        Ok(Response::new(StreamingInputCallResponse {
-            aggregated_payload_size: total,
-        }))
+        support::sum_payloads(request).await
     }
 }
 
@@ -66,16 +59,6 @@ async fn server(builder: fastgrpc::Builder) -> (TestServer, fastgrpc::ServerStat
     let builder = builder.add_service(TestServiceServer::new(Sized));
     let stats = builder.stats();
     (TestServer::start(builder).await, stats)
-}
-
-fn sized(size: i32) -> Bytes {
-    frame(
-        &SimpleRequest {
-            response_size: size,
-            ..Default::default()
-        }
-        .encode_to_vec(),
-    )
 }
 
 /// An HTTP/1.1 request's bytes, to `UnaryCall`.

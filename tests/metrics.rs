@@ -16,28 +16,14 @@ use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMete
 use prost::Message;
 use support::pb::grpc_testing::test_service_server::{TestService, TestServiceServer};
 use support::pb::grpc_testing::{
-    EchoStatus, Empty, Payload, ResponseParameters, SimpleRequest, SimpleResponse,
+    EchoStatus, Empty, ResponseParameters, SimpleRequest, SimpleResponse,
     StreamingInputCallRequest, StreamingInputCallResponse, StreamingOutputCallRequest,
-    StreamingOutputCallResponse,
 };
-use support::{RawResponse, TestServer, frame, raw_grpc, raw_request, until};
+use support::{RawResponse, TestServer, frame, raw_grpc, raw_request, reply, until, zeros};
 
 const UNARY: &str = "grpc.testing.TestService/UnaryCall";
 
 struct Service;
-
-fn zeros(size: i32) -> Payload {
-    Payload {
-        r#type: 0,
-        body: Bytes::from(vec![0; size as usize]),
-    }
-}
-
-fn reply(size: i32) -> StreamingOutputCallResponse {
-    StreamingOutputCallResponse {
-        payload: Some(zeros(size)),
-    }
-}
 
 impl TestService for Service {
     support::boxed_reply_streams!();
@@ -73,14 +59,7 @@ impl TestService for Service {
         &self,
         request: Request<StreamingOutputCallRequest>,
     ) -> impl RpcFuture<Self::StreamingOutputCallStream> {
-        let sizes: Vec<_> = request
-            .into_inner()
-            .response_parameters
-            .iter()
-            .map(|p| p.size)
-            .collect();
-        let replies = futures_util::stream::iter(sizes).map(|size| Ok(reply(size)));
-        FastFuture::ok(Response::new(replies.boxed()))
+        FastFuture::ok(Response::new(support::replies_as_asked(request)))
     }
 
     /// The sum of the payload sizes.
@@ -88,14 +67,7 @@ impl TestService for Service {
         &self,
         request: Request<Streaming<StreamingInputCallRequest>>,
     ) -> Result<Response<StreamingInputCallResponse>, Status> {
-        let mut requests = request.into_inner();
-        let mut total = 0;
-        while let Some(request) = requests.message().await? {
-            total += request.payload.map_or(0, |p| p.body.len() as i32);
-        }
-        Ok(Response::new(StreamingInputCallResponse {
-            aggregated_payload_size: total,
-        }))
+        support::sum_payloads(request).await
     }
 
     /// A reply per request, of the size its first parameter asks.

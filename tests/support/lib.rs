@@ -502,6 +502,67 @@ pub fn one_reply_then_panic(reply: pb::grpc_testing::StreamingOutputCallResponse
         .boxed()
 }
 
+/// A payload of `size` zero bytes.
+pub fn zeros(size: i32) -> pb::grpc_testing::Payload {
+    pb::grpc_testing::Payload {
+        r#type: 0,
+        body: Bytes::from(vec![0; size as usize]),
+    }
+}
+
+/// A streamed reply with a payload of `size` zero bytes.
+pub fn reply(size: i32) -> pb::grpc_testing::StreamingOutputCallResponse {
+    pb::grpc_testing::StreamingOutputCallResponse {
+        payload: Some(zeros(size)),
+    }
+}
+
+/// `StreamingOutputCall` as the interop cases define it: one [`reply`] per response parameter,
+/// of its size, at once.
+pub fn replies_as_asked(
+    request: fastgrpc::Request<pb::grpc_testing::StreamingOutputCallRequest>,
+) -> Replies {
+    use futures_util::StreamExt;
+    let sizes: Vec<i32> = request
+        .into_inner()
+        .response_parameters
+        .iter()
+        .map(|p| p.size)
+        .collect();
+    futures_util::stream::iter(sizes)
+        .map(|size| Ok(reply(size)))
+        .boxed()
+}
+
+/// `StreamingInputCall` as the interop cases define it: the sum of the request messages'
+/// payload sizes.
+pub async fn sum_payloads(
+    request: fastgrpc::Request<fastgrpc::Streaming<pb::grpc_testing::StreamingInputCallRequest>>,
+) -> Result<fastgrpc::Response<pb::grpc_testing::StreamingInputCallResponse>, fastgrpc::Status> {
+    let mut requests = request.into_inner();
+    let mut total = 0;
+    while let Some(request) = requests.message().await? {
+        total += request.payload.map_or(0, |p| p.body.len() as i32);
+    }
+    Ok(fastgrpc::Response::new(
+        pb::grpc_testing::StreamingInputCallResponse {
+            aggregated_payload_size: total,
+        },
+    ))
+}
+
+/// A `UnaryCall` request body asking for a reply payload of `size` bytes.
+pub fn sized(size: i32) -> Bytes {
+    use prost::Message;
+    frame(
+        &pb::grpc_testing::SimpleRequest {
+            response_size: size,
+            ..Default::default()
+        }
+        .encode_to_vec(),
+    )
+}
+
 /// A greeter that answers with the name it is given, so a long name makes a long reply.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct EchoGreeter;
