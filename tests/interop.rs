@@ -258,18 +258,7 @@ async fn custom_metadata() {
     let reply = client.full_duplex_call(request).await.unwrap();
     let headers = reply.metadata().clone();
     let mut replies = reply.into_inner();
-    assert_eq!(
-        replies
-            .message()
-            .await
-            .unwrap()
-            .unwrap()
-            .payload
-            .unwrap()
-            .body
-            .len(),
-        314_159
-    );
+    assert_eq!(support::next_payload_len(&mut replies).await, 314_159);
     assert!(replies.message().await.unwrap().is_none());
     check(&headers, &replies.trailers().await.unwrap().unwrap());
     server.stop().await;

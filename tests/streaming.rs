@@ -228,27 +228,38 @@ async fn request_message_exactly_at_the_limit_passes_and_one_byte_more_fails() {
     server.stop().await;
 }
 
-#[tokio::test]
-async fn a_slow_reader_bounds_what_the_server_produces() {
-    let (server, seen) = probe_server(1024).await;
-    // 64 KiB window, 16 KiB replies, and a client that reads nothing.
-    let mut client = h2_client(&server, 65_535).await;
+/// A `StreamingOutputCall` to [`Probe`] for endless replies of `size` bytes, over a raw h2
+/// client whose flow control the test drives: the response, once its headers are in, and the
+/// request's stream (to reset it).
+async fn endless_replies(
+    client: &mut h2::client::SendRequest<Bytes>,
+    server: &TestServer,
+    size: i32,
+) -> (http::Response<h2::RecvStream>, h2::SendStream<Bytes>) {
     let request = StreamingOutputCallRequest {
         response_parameters: vec![support::pb::grpc_testing::ResponseParameters {
-            size: 16 * 1024,
+            size,
             ..Default::default()
         }],
         ..Default::default()
     };
     let (response, mut send) = client
         .send_request(
-            grpc_post(&server, "/grpc.testing.TestService/StreamingOutputCall"),
+            grpc_post(server, "/grpc.testing.TestService/StreamingOutputCall"),
             false,
         )
         .unwrap();
     send.send_data(fastgrpc::internals::codec::encode(&request).unwrap(), true)
         .unwrap();
-    let response = response.await.unwrap();
+    (response.await.unwrap(), send)
+}
+
+#[tokio::test]
+async fn a_slow_reader_bounds_what_the_server_produces() {
+    let (server, seen) = probe_server(1024).await;
+    // 64 KiB window, 16 KiB replies, and a client that reads nothing.
+    let mut client = h2_client(&server, 65_535).await;
+    let (response, mut send) = endless_replies(&mut client, &server, 16 * 1024).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let produced = seen.produced.load(Ordering::SeqCst);
     // The window holds four replies; at most one more waits in the server's buffer.
@@ -294,18 +305,7 @@ async fn an_error_mid_stream_ends_the_call_with_its_status_in_trailers() {
         .unwrap()
         .into_inner();
     for _ in 0..3 {
-        assert_eq!(
-            replies
-                .message()
-                .await
-                .unwrap()
-                .unwrap()
-                .payload
-                .unwrap()
-                .body
-                .len(),
-            10
-        );
+        assert_eq!(support::next_payload_len(&mut replies).await, 10);
     }
     let status = replies.message().await.unwrap_err();
     assert_eq!(status.code(), tonic::Code::Aborted);
@@ -317,22 +317,8 @@ async fn an_error_mid_stream_ends_the_call_with_its_status_in_trailers() {
 async fn a_client_reset_drops_the_reply_stream() {
     let (server, seen) = probe_server(1024).await;
     let mut client = h2_client(&server, 65_535).await;
-    let request = StreamingOutputCallRequest {
-        response_parameters: vec![support::pb::grpc_testing::ResponseParameters {
-            size: 1024,
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
-    let (response, mut send) = client
-        .send_request(
-            grpc_post(&server, "/grpc.testing.TestService/StreamingOutputCall"),
-            false,
-        )
-        .unwrap();
-    send.send_data(fastgrpc::internals::codec::encode(&request).unwrap(), true)
-        .unwrap();
-    let mut body = response.await.unwrap().into_body();
+    let (response, mut send) = endless_replies(&mut client, &server, 1024).await;
+    let mut body = response.into_body();
     assert!(body.data().await.unwrap().is_ok());
     send.send_reset(h2::Reason::CANCEL);
     until("the reply stream is dropped", || {

@@ -563,6 +563,14 @@ pub fn sized(size: i32) -> Bytes {
     )
 }
 
+/// The payload size of the next reply on a tonic client's reply stream; the reply must come.
+pub async fn next_payload_len(
+    replies: &mut tonic::Streaming<tonic_pb::grpc_testing::StreamingOutputCallResponse>,
+) -> usize {
+    let reply = replies.message().await.expect("a reply").expect("a reply");
+    reply.payload.map_or(0, |payload| payload.body.len())
+}
+
 /// A greeter that answers with the name it is given, so a long name makes a long reply.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct EchoGreeter;
