@@ -6,6 +6,37 @@
 //! transport starts a call and enforces its deadline (`call`); both HTTP/2 engines close their
 //! sockets through `linger`.
 
+// The `AsyncWrite` methods of a socket wrapper that writes straight through to its `io` field:
+// all but `poll_shutdown`, which each wrapper defines. Its callers import `io`, `Pin`, `Context`
+// and `Poll`.
+macro_rules! write_through_to_io {
+    () => {
+        fn poll_write(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            Pin::new(&mut self.io).poll_write(cx, buf)
+        }
+
+        fn poll_write_vectored(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            bufs: &[io::IoSlice<'_>],
+        ) -> Poll<io::Result<usize>> {
+            Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+        }
+
+        fn is_write_vectored(&self) -> bool {
+            self.io.is_write_vectored()
+        }
+
+        fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Pin::new(&mut self.io).poll_flush(cx)
+        }
+    };
+}
+
 mod activity;
 mod call;
 pub(crate) mod config;
