@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use criterion::{Criterion, Throughput};
 use fastgrpc::Status;
-use fastgrpc::WithIdleTimeout;
+use fastgrpc::stream::WithIdleTimeout;
 use futures_util::{Stream, StreamExt};
 use tokio::runtime::Runtime;
 use tokio::time::Sleep;

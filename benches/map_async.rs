@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use fastgrpc::FastFuture;
-use fastgrpc::MapAsyncExt;
+use fastgrpc::stream::MapAsyncExt;
 use futures_util::stream::{self, Stream, StreamExt};
 use test_futures::{CountingWaker, YieldOnce, sum_all};
 

@@ -17,7 +17,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::Bytes;
-use fastgrpc::ServerStats;
+use fastgrpc::transport::ServerStats;
 use fastgrpc::{FastFuture, Request, Response, RpcFuture};
 use prost::Message;
 use tokio::net::TcpStream;

@@ -68,9 +68,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use criterion::{BatchSize, Criterion};
-use fastgrpc::FastService;
-use fastgrpc::RequestBody;
 use fastgrpc::internals::codec::{self, DEFAULT_MAX_RECEIVE_MESSAGE_SIZE};
+use fastgrpc::service::FastService;
+use fastgrpc::service::RequestBody;
 use fastgrpc::{FastFuture, Request, Response, RpcFuture, Status};
 use http::HeaderMap;
 use prost::Message;
@@ -364,7 +364,7 @@ impl ReadyRow for GeneratedAsync {
 
 impl ReadyRow for RoutesFast {
     const NAME: &'static str = "routes_fast";
-    type Service = fastgrpc::Dispatcher;
+    type Service = fastgrpc::service::Dispatcher;
     fn service() -> Self::Service {
         fastgrpc::Server::builder()
             .add_service(GeneratedFast::service())
@@ -374,17 +374,20 @@ impl ReadyRow for RoutesFast {
 
 impl ReadyRow for RoutesIntercepted {
     const NAME: &'static str = "routes_intercepted";
-    type Service = fastgrpc::Dispatcher;
+    type Service = fastgrpc::service::Dispatcher;
     fn service() -> Self::Service {
         fastgrpc::Server::builder()
-            .add_service(fastgrpc::Intercepted::new(GeneratedFast::service(), pass))
+            .add_service(fastgrpc::service::Intercepted::new(
+                GeneratedFast::service(),
+                pass,
+            ))
             .into_dispatcher()
     }
 }
 
 impl ReadyRow for RoutesLayered {
     const NAME: &'static str = "routes_layered";
-    type Service = fastgrpc::Dispatcher;
+    type Service = fastgrpc::service::Dispatcher;
     fn service() -> Self::Service {
         fastgrpc::Server::builder()
             .layer(tower_layer::Identity::new())

@@ -139,8 +139,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--metrics-addr" => metrics_addr = Some(value()?.parse()?),
             "--http2-engine" => {
                 engine = Some(match value()?.as_str() {
-                    "h2" => fastgrpc::Http2Engine::H2Crate,
-                    "fastgrpc" => fastgrpc::Http2Engine::Fastgrpc,
+                    "h2" => fastgrpc::transport::Http2Engine::H2Crate,
+                    "fastgrpc" => fastgrpc::transport::Http2Engine::Fastgrpc,
                     other => {
                         return Err(
                             format!("unknown HTTP/2 engine {other} (h2 or fastgrpc)").into()
@@ -187,7 +187,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let cors = match web_origins.is_empty() {
         true => None,
-        false => Some(fastgrpc::Cors::origins(&web_origins)?),
+        false => Some(fastgrpc::service::Cors::origins(&web_origins)?),
     };
 
     let mut runtime = tokio::runtime::Builder::new_multi_thread();

@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use fastgrpc::CalledMethod;
+use fastgrpc::service::CalledMethod;
 use fastgrpc::{Request, Response, RpcFuture, Server, Status};
 use tower::ServiceBuilder;
 

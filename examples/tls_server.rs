@@ -19,7 +19,7 @@
 //! grpcurl: `grpcurl -cacert server.pem -import-path proto -proto helloworld.proto
 //! -d '{"name":"Ferris"}' localhost:50051 helloworld.Greeter/SayHello`).
 
-use fastgrpc::{ConnectInfo, TlsConfig};
+use fastgrpc::transport::{ConnectInfo, TlsConfig};
 use fastgrpc::{FastFuture, Request, Response, RpcFuture, Server};
 
 pub use protos::helloworld;

@@ -5,7 +5,7 @@
 mod demo {
     use std::path::PathBuf;
 
-    use fastgrpc::ConnectInfo;
+    use fastgrpc::transport::ConnectInfo;
     use fastgrpc::{FastFuture, Request, Response, RpcFuture, Server};
 
     pub use protos::helloworld;

@@ -8,7 +8,7 @@
 //! It calls each once with tonic's client, prints the replies, and stops. This is how a
 //! server moves from tonic one service at a time (`docs/MIGRATING_FROM_TONIC.md`).
 
-use fastgrpc::ForTonic;
+use fastgrpc::service::ForTonic;
 use fastgrpc::{FastFuture, RpcFuture};
 
 /// Messages and fastgrpc's server side, compiled by the workspace's `protos` crate.

@@ -81,7 +81,7 @@ impl RequestBody {
     /// Any HTTP body, read as it arrives (a body that has already ended is complete).
     ///
     /// ```
-    /// use fastgrpc::RequestBody;
+    /// use fastgrpc::service::RequestBody;
     /// let body = RequestBody::new(http_body_util::Full::new(bytes::Bytes::from_static(b"\0\0\0\0\0")));
     /// assert!(body.into_complete().is_err(), "a foreign body is read as a stream");
     /// ```

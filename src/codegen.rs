@@ -19,9 +19,9 @@ pub use crate::handler::{
     unimplemented_method,
 };
 pub use crate::service::Intercepted;
-pub use crate::{
-    FastFuture, FastService, Interceptor, NamedService, RequestBody, ResponseBody, ResponseFuture,
-    RpcFuture, Streaming,
+pub use crate::service::{
+    FastService, Interceptor, NamedService, RequestBody, ResponseBody, ResponseFuture,
 };
+pub use crate::{FastFuture, RpcFuture, Streaming};
 pub use futures_util::Stream;
 pub use tonic::{Request, Response, Status};

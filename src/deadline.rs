@@ -222,7 +222,7 @@ fn deadline_after(now: Instant, timeout: Duration) -> Instant {
 ///
 /// ```
 /// use std::time::Duration;
-/// use fastgrpc::IdleTimeout;
+/// use fastgrpc::stream::IdleTimeout;
 ///
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// # async fn main() {
@@ -314,7 +314,7 @@ pin_project! {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use fastgrpc::WithIdleTimeout;
+    /// use fastgrpc::stream::WithIdleTimeout;
     /// use futures_util::StreamExt;
     ///
     /// # #[tokio::main(flavor = "current_thread", start_paused = true)]

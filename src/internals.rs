@@ -8,7 +8,8 @@ pub mod codec {
     pub use crate::codec::{
         DEFAULT_MAX_RECEIVE_MESSAGE_SIZE, FRAME_HEADER_LEN, decode_unary, encode, encode_reply,
     };
-    use crate::{CompressionEncoding, RequestBody, Streaming};
+    use crate::service::RequestBody;
+    use crate::{CompressionEncoding, Streaming};
 
     /// The messages of `body` as a server's handler sees them: at most `max_message_size`
     /// bytes each, decompressed with `encoding`.

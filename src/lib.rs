@@ -17,11 +17,11 @@ mod metrics;
 mod observe;
 mod response;
 mod server;
-mod service;
+pub mod service;
 mod spare_maps;
 mod status;
-mod stream;
-mod transport;
+pub mod stream;
+pub mod transport;
 
 #[doc(hidden)]
 pub mod codegen;
@@ -29,25 +29,15 @@ pub mod codegen;
 #[doc(hidden)]
 pub mod internals;
 
-pub use crate::body::{RequestBody, ResponseBody};
+// What a handler writer and a server's `main` need, at the root; the rest by role in `service`,
+// `transport` and `stream` (docs/ARCHITECTURE.md says why).
 pub use crate::codec::Streaming;
 pub use crate::compression::{CompressionEncoding, MessageCompression, RequestCompressed};
-pub use crate::deadline::{Deadline, IdleTimeout, WithIdleTimeout};
+pub use crate::deadline::Deadline;
 pub use crate::future::{FastFuture, RpcFuture};
-pub use crate::handler::{BoxStream, ResponseFuture};
+pub use crate::handler::BoxStream;
 pub use crate::metadata::Trailers;
-pub use crate::server::{
-    Address, AsyncInterceptor, BoxError, Builder, CalledMethod, ConnectInfo, Connected, Cors,
-    Dispatcher, FastService, ForTonic, Http2Engine, Intercepted, Interceptor, NamedService, Server,
-    ServerStats, TowerService, async_interceptor,
-};
-#[cfg(feature = "tls")]
-pub use crate::server::{TlsConfig, TlsError};
-pub use crate::stream::{MapAsync, MapAsyncExt};
-/// The rustls the `tls` feature serves with, to build a [`TlsConfig`]'s alternative, a
-/// `rustls::ServerConfig` of your own, with the same version.
-#[cfg(feature = "tls")]
-pub use tokio_rustls::rustls;
+pub use crate::server::{Builder, Server};
 pub use tonic::{Code, Request, Response, Status};
 
 /// The guide: each kind of RPC, and what a handler sees and controls (`docs/GUIDE.md`).

@@ -2,7 +2,7 @@
 //! (`transport`, below) through the router and layers it composes (`service`, above).
 //!
 //! ```no_run
-//! # async fn run(greeter: impl fastgrpc::FastService + fastgrpc::NamedService) -> std::io::Result<()> {
+//! # async fn run(greeter: impl fastgrpc::service::FastService + fastgrpc::service::NamedService) -> std::io::Result<()> {
 //! let addr = "127.0.0.1:50051".parse().unwrap();
 //! fastgrpc::Server::builder()
 //!     .add_service(greeter)
@@ -11,14 +11,10 @@
 //! # }
 //! ```
 
-pub use crate::service::{
-    AsyncInterceptor, BoxError, CalledMethod, Cors, Dispatcher, FastService, ForTonic, Intercepted,
-    Interceptor, NamedService, TowerService, async_interceptor,
+use crate::service::{
+    BoxError, Boxed, Cors, Dispatcher, FastService, GrpcRouter, Layers, NamedService, TowerService,
 };
-pub(crate) use crate::service::{Boxed, GrpcRouter, Layers};
-pub use crate::transport::{Address, ConnectInfo, Connected, Http2Engine, ServerStats};
-#[cfg(feature = "tls")]
-pub use crate::transport::{TlsConfig, TlsError};
+use crate::transport::{Connected, Http2Engine, ServerStats};
 
 use std::fmt;
 use std::future::Future;
@@ -343,9 +339,9 @@ impl Builder {
         self.layers.wrap(self.router)
     }
 
-    /// Puts a [`ConnectInfo`] (the peer's and the server's addresses, and over TLS the
+    /// Puts a [`ConnectInfo`](crate::transport::ConnectInfo) (the peer's and the server's addresses, and over TLS the
     /// client's certificates) in every request's extensions, where handlers read it with
-    /// [`ConnectInfo::of`] (default: off).
+    /// [`ConnectInfo::of`](crate::transport::ConnectInfo::of) (default: off).
     ///
     /// Off by default because every call pays for it: the information is
     /// gathered once per connection, but `http::Extensions` allocates its map on the first
@@ -356,7 +352,7 @@ impl Builder {
         self
     }
 
-    /// Serves TLS on every connection, with `config` (rustls, as [`TlsConfig`] builds it from
+    /// Serves TLS on every connection, with `config` (rustls, as [`TlsConfig`](crate::transport::TlsConfig) builds it from
     /// PEM files or as you build it). If `config` names no ALPN protocols, `h2` is set: gRPC
     /// clients require it. The handshake runs in each connection's task, within the
     /// [`handshake_timeout`](Self::handshake_timeout).
@@ -405,7 +401,7 @@ impl Builder {
     /// removed when serving ends; binding fails if `path` already exists.
     ///
     /// ```no_run
-    /// # async fn run(greeter: impl fastgrpc::FastService + fastgrpc::NamedService) -> std::io::Result<()> {
+    /// # async fn run(greeter: impl fastgrpc::service::FastService + fastgrpc::service::NamedService) -> std::io::Result<()> {
     /// fastgrpc::Server::builder()
     ///     .add_service(greeter)
     ///     .serve_with_uds("/run/greeter.sock", async { tokio::signal::ctrl_c().await.ok(); })
@@ -466,7 +462,7 @@ impl Builder {
     /// [`connect_info`](Self::connect_info).
     ///
     /// ```no_run
-    /// # async fn run(greeter: impl fastgrpc::FastService + fastgrpc::NamedService) -> std::io::Result<()> {
+    /// # async fn run(greeter: impl fastgrpc::service::FastService + fastgrpc::service::NamedService) -> std::io::Result<()> {
     /// let listener = tokio::net::TcpListener::bind("127.0.0.1:50051").await?;
     /// // Connections accepted elsewhere, sent here over a channel.
     /// let (connections, incoming) = tokio::sync::mpsc::channel::<tokio::net::TcpStream>(16);

@@ -1,3 +1,8 @@
+//! Stream adapters for handlers: an idle limit on a request stream ([`WithIdleTimeout`]), and
+//! ordered `map_async` ([`MapAsyncExt`]).
+//!
+//! # `map_async`
+//!
 //! Ordered `map_async` for streams, with a fast path for results that are already ready.
 //!
 //! [`MapAsyncExt::map_async`] turns every item of a stream into a future, runs up to
@@ -42,6 +47,8 @@ use std::task::{Context, Poll, Wake, Waker};
 use futures_util::stream::{FusedStream, Stream};
 use futures_util::task::AtomicWaker;
 use pin_project_lite::pin_project;
+
+pub use crate::deadline::{IdleTimeout, WithIdleTimeout};
 
 /// Adds [`map_async`](MapAsyncExt::map_async) to every [`Stream`].
 ///
@@ -99,7 +106,7 @@ pub trait MapAsyncExt: Stream {
     ///
     /// ```
     /// use fastgrpc::FastFuture;
-    /// use fastgrpc::MapAsyncExt;
+    /// use fastgrpc::stream::MapAsyncExt;
     /// use futures_util::{StreamExt, stream};
     ///
     /// # let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build();
@@ -131,7 +138,7 @@ pub trait MapAsyncExt: Stream {
     /// Any `Unpin` future works too, with the same fast path:
     ///
     /// ```
-    /// use fastgrpc::MapAsyncExt;
+    /// use fastgrpc::stream::MapAsyncExt;
     /// use futures_util::{FutureExt, StreamExt, stream};
     ///
     /// let doubled: Vec<u32> = stream::iter([1, 2, 3])
@@ -158,7 +165,7 @@ pin_project! {
     ///
     /// ```
     /// use fastgrpc::FastFuture;
-    /// use fastgrpc::{MapAsync, MapAsyncExt};
+    /// use fastgrpc::stream::{MapAsync, MapAsyncExt};
     /// use futures_util::stream::{self, Iter};
     ///
     /// type Ids = std::ops::Range<u64>;

@@ -5,8 +5,8 @@ use support::alloc;
 use std::convert::Infallible;
 
 use bytes::Bytes;
-use fastgrpc::FastService;
-use fastgrpc::RequestBody;
+use fastgrpc::service::FastService;
+use fastgrpc::service::RequestBody;
 use fastgrpc::{FastFuture, Request, Response, RpcFuture, Status};
 use prost::Message;
 use support::pb::helloworld::greeter_server::{Greeter, GreeterServer};
@@ -173,7 +173,7 @@ fn serve_once(service: &impl FastService) -> (String, u64) {
     )
 }
 
-fn collect(body: fastgrpc::ResponseBody) -> (Bytes, http::HeaderMap) {
+fn collect(body: fastgrpc::service::ResponseBody) -> (Bytes, http::HeaderMap) {
     use http_body::Body;
     let mut body = std::pin::pin!(body);
     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
@@ -224,9 +224,13 @@ fn generated_handler_ready_path_allocates_the_same_for_fast_future_and_async_fn(
 #[test]
 fn connect_info_costs_three_allocations_or_one_beside_a_deadline() {
     let service = GreeterServer::new(FastGreeter);
-    let info = fastgrpc::ConnectInfo::new(
-        Some(fastgrpc::Address::Inet("127.0.0.1:50051".parse().unwrap())),
-        Some(fastgrpc::Address::Inet("127.0.0.1:40000".parse().unwrap())),
+    let info = fastgrpc::transport::ConnectInfo::new(
+        Some(fastgrpc::transport::Address::Inet(
+            "127.0.0.1:50051".parse().unwrap(),
+        )),
+        Some(fastgrpc::transport::Address::Inet(
+            "127.0.0.1:40000".parse().unwrap(),
+        )),
     );
     let serve_with = |deadline: bool, with_info: bool| {
         let mut request = strict_request();
@@ -410,7 +414,7 @@ async fn warm_unary_call_allocations(
 ) -> f64 {
     let server = alloc::CountedServer::start(|listener| async move {
         builder()
-            .http2_engine(fastgrpc::Http2Engine::Fastgrpc)
+            .http2_engine(fastgrpc::transport::Http2Engine::Fastgrpc)
             .add_service(GreeterServer::new(FastGreeter))
             .serve_with_listener(listener, std::future::pending())
             .await

@@ -5,8 +5,9 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
 
+use fastgrpc::service::{FastService, ForTonic};
+use fastgrpc::transport::ServerStats;
 use fastgrpc::{Code, FastFuture, Request, Response, RpcFuture, Server, Status};
-use fastgrpc::{FastService, ForTonic, ServerStats};
 use futures_util::StreamExt;
 use support::pb::grpc_testing::test_service_server::{TestService, TestServiceServer};
 use support::pb::grpc_testing::{Payload, StreamingOutputCallRequest, StreamingOutputCallResponse};
@@ -377,7 +378,9 @@ fn a_panic_through_into_dispatcher_is_an_internal_answer() {
     });
     let request = http::Request::post("/helloworld.Greeter/SayHello")
         .header("content-type", "application/grpc")
-        .body(fastgrpc::RequestBody::complete(support::frame(&message)))
+        .body(fastgrpc::service::RequestBody::complete(support::frame(
+            &message,
+        )))
         .unwrap();
     let response = dispatcher
         .call(request)

@@ -40,7 +40,7 @@ impl TestService for Web {
     }
 }
 
-async fn web_server() -> (TestServer, fastgrpc::ServerStats) {
+async fn web_server() -> (TestServer, fastgrpc::transport::ServerStats) {
     let builder = Server::builder().add_service(TestServiceServer::new(Web));
     let stats = builder.stats();
     (TestServer::start(builder).await, stats)
@@ -365,7 +365,7 @@ async fn pages_of_any_origin_may_call_without_credentials_by_default() {
 
 #[tokio::test]
 async fn only_listed_origins_may_call_and_they_may_send_credentials() {
-    let cors = fastgrpc::Cors::origins(["https://app.example"])
+    let cors = fastgrpc::service::Cors::origins(["https://app.example"])
         .unwrap()
         .allow_credentials(true);
     let server = TestServer::start(

@@ -55,7 +55,7 @@ impl TestService for Sized {
     }
 }
 
-async fn server(builder: fastgrpc::Builder) -> (TestServer, fastgrpc::ServerStats) {
+async fn server(builder: fastgrpc::Builder) -> (TestServer, fastgrpc::transport::ServerStats) {
     let builder = builder.add_service(TestServiceServer::new(Sized));
     let stats = builder.stats();
     (TestServer::start(builder).await, stats)
@@ -420,12 +420,15 @@ async fn a_request_stream_sent_whole_is_served_over_grpc_web() {
 /// panics.
 struct PanicsAfterWaiting;
 
-impl fastgrpc::NamedService for PanicsAfterWaiting {
+impl fastgrpc::service::NamedService for PanicsAfterWaiting {
     const NAME: &'static str = "test.Panics";
 }
 
-impl fastgrpc::FastService for PanicsAfterWaiting {
-    fn call(&self, _: http::Request<fastgrpc::RequestBody>) -> fastgrpc::ResponseFuture {
+impl fastgrpc::service::FastService for PanicsAfterWaiting {
+    fn call(
+        &self,
+        _: http::Request<fastgrpc::service::RequestBody>,
+    ) -> fastgrpc::service::ResponseFuture {
         fastgrpc::FastFuture::from_future(async {
             tokio::task::yield_now().await;
             panic!("the call panicked after waiting")

@@ -12,7 +12,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use fastgrpc::Status;
-use fastgrpc::WithIdleTimeout;
+use fastgrpc::stream::WithIdleTimeout;
 use futures_util::{Stream, StreamExt};
 
 const MESSAGES: u32 = 1_000;

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use fastgrpc::ServerStats;
+use fastgrpc::transport::ServerStats;
 use fastgrpc::{FastFuture, Request, Response, RpcFuture, Server, Status};
 use prost::Message;
 use support::pb::grpc_testing::test_service_server::{TestService, TestServiceServer};
@@ -234,7 +234,7 @@ async fn a_connection_running_slow_inline_calls_lets_other_connections_in() {
 async fn a_method_that_computes_for_long_is_spawned_and_a_light_one_stays_inline() {
     let _alone = ONE_AT_A_TIME.lock().await;
     let builder = Server::builder()
-        .http2_engine(fastgrpc::Http2Engine::Fastgrpc)
+        .http2_engine(fastgrpc::transport::Http2Engine::Fastgrpc)
         .add_service(
             TestServiceServer::new(Work::default()).inline_cost_limit(Duration::from_micros(250)),
         );

@@ -427,7 +427,7 @@ async fn late_data_for_calls_answered_early_never_costs_the_connection() {
     const AT_ONCE: u32 = 64;
     let server = TestServer::start(
         Server::builder()
-            .http2_engine(fastgrpc::Http2Engine::Fastgrpc)
+            .http2_engine(fastgrpc::transport::Http2Engine::Fastgrpc)
             .add_service(greeter()),
     )
     .await;
@@ -494,14 +494,14 @@ async fn late_data_for_calls_answered_early_never_costs_the_connection() {
 #[tokio::test]
 async fn a_peer_still_sending_after_the_final_goaway_gets_a_clean_close_not_a_reset() {
     for engine in [
-        fastgrpc::Http2Engine::Fastgrpc,
-        fastgrpc::Http2Engine::H2Crate,
+        fastgrpc::transport::Http2Engine::Fastgrpc,
+        fastgrpc::transport::Http2Engine::H2Crate,
     ] {
         still_sending_after_the_final_goaway(engine).await;
     }
 }
 
-async fn still_sending_after_the_final_goaway(engine: fastgrpc::Http2Engine) {
+async fn still_sending_after_the_final_goaway(engine: fastgrpc::transport::Http2Engine) {
     let mut server = TestServer::start(
         Server::builder()
             .http2_engine(engine)

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use fastgrpc::FastFuture;
-use fastgrpc::MapAsyncExt;
+use fastgrpc::stream::MapAsyncExt;
 use futures_util::stream::{self, Stream};
 use test_futures::{CountingWaker, YieldOnce, sum_all};
 

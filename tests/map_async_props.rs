@@ -16,7 +16,7 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use fastgrpc::FastFuture;
-use fastgrpc::MapAsyncExt;
+use fastgrpc::stream::MapAsyncExt;
 use futures_util::stream::{self, Stream, StreamExt};
 use proptest::prelude::*;
 

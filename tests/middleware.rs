@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use fastgrpc::{CalledMethod, async_interceptor};
+use fastgrpc::service::{CalledMethod, async_interceptor};
 use fastgrpc::{Code, FastFuture, Request, Response, RpcFuture, Server, Status};
 use support::pb::grpc_testing::Empty;
 use support::pb::grpc_testing::test_service_server::{TestService, TestServiceServer};

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use fastgrpc::Server;
-use fastgrpc::TlsConfig;
+use fastgrpc::transport::TlsConfig;
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     KeyUsagePurpose,
@@ -71,7 +71,7 @@ async fn tls_server(pki: &Pki, client_ca: bool) -> (TestServer, RecordingGreeter
     serve(tls.build().unwrap()).await
 }
 
-async fn serve(tls: fastgrpc::rustls::ServerConfig) -> (TestServer, RecordingGreeter) {
+async fn serve(tls: fastgrpc::transport::rustls::ServerConfig) -> (TestServer, RecordingGreeter) {
     let greeter = RecordingGreeter::default();
     let server = TestServer::start(
         Server::builder()
@@ -196,11 +196,12 @@ async fn plaintext_and_silent_clients_fail_alone() {
 
 #[tokio::test]
 async fn a_rustls_config_of_ones_own_gets_h2_alpn() {
-    use fastgrpc::rustls::pki_types::pem::PemObject;
-    use fastgrpc::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    use fastgrpc::transport::rustls::pki_types::pem::PemObject;
+    use fastgrpc::transport::rustls::pki_types::{CertificateDer, PrivateKeyDer};
     let pki = pki();
-    let provider = std::sync::Arc::new(fastgrpc::rustls::crypto::ring::default_provider());
-    let config = fastgrpc::rustls::ServerConfig::builder_with_provider(provider)
+    let provider =
+        std::sync::Arc::new(fastgrpc::transport::rustls::crypto::ring::default_provider());
+    let config = fastgrpc::transport::rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .unwrap()
         .with_no_client_auth()

@@ -3,7 +3,7 @@
 
 use std::pin::Pin;
 
-use fastgrpc::ForTonic;
+use fastgrpc::service::ForTonic;
 use fastgrpc::{Code, FastFuture, Request, Response, RpcFuture, Server, Status, Streaming};
 use futures_util::{Stream, StreamExt};
 use support::pb::grpc_testing::test_service_server::{TestService, TestServiceServer};

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fastgrpc::Server;
-use fastgrpc::{Address, ConnectInfo};
+use fastgrpc::transport::{Address, ConnectInfo};
 use support::pb::helloworld::greeter_server::GreeterServer;
 use support::{RecordingGreeter, TestServer, channel, channel_with, say_hello, until};
 use tokio::net::TcpStream;

@@ -21,7 +21,8 @@ use fastgrpc::codegen::{HandlerConfig, MethodCosts};
 use fastgrpc::internals::codec::{self, DEFAULT_MAX_RECEIVE_MESSAGE_SIZE, FRAME_HEADER_LEN};
 use fastgrpc::internals::compression::{self, AcceptEncoding};
 use fastgrpc::internals::deadline;
-use fastgrpc::{Code, CompressionEncoding, Deadline, RequestBody, Status};
+use fastgrpc::service::RequestBody;
+use fastgrpc::{Code, CompressionEncoding, Deadline, Status};
 use http::{HeaderMap, HeaderName, HeaderValue};
 use http_body::Body;
 use prost::Message;
@@ -548,7 +549,7 @@ fn percent_decode(text: &[u8]) -> Vec<u8> {
 //   each line as the request's method, `:path` and content-type (a line that is not a valid
 //   one of those: POST, `/fuzz.Echo/Unary`, no content-type)
 
-/// Routing through a server's [`Dispatcher`](fastgrpc::Dispatcher) that hosts one service,
+/// Routing through a server's [`Dispatcher`](fastgrpc::service::Dispatcher) that hosts one service,
 /// `fuzz.Echo`, checked against an independent reading of the method, path and content-type.
 pub fn route(data: &[u8]) {
     let mut lines = data.splitn(3, |&b| b == b'\n');
@@ -568,8 +569,11 @@ pub fn route(data: &[u8]) {
     let dispatcher = fastgrpc::Server::builder()
         .add_service(Echo)
         .into_dispatcher();
-    let response =
-        ready(fastgrpc::FastService::call(&dispatcher, request), "routing").expect("infallible");
+    let response = ready(
+        fastgrpc::service::FastService::call(&dispatcher, request),
+        "routing",
+    )
+    .expect("infallible");
 
     // The reference reading.
     let is_grpc = content_type.as_ref().is_some_and(|value| {
@@ -601,12 +605,12 @@ pub fn route(data: &[u8]) {
 /// The one service `route` hosts: answers OK, naming the path it was called for.
 struct Echo;
 
-impl fastgrpc::NamedService for Echo {
+impl fastgrpc::service::NamedService for Echo {
     const NAME: &'static str = "fuzz.Echo";
 }
 
-impl fastgrpc::FastService for Echo {
-    fn call(&self, request: http::Request<RequestBody>) -> fastgrpc::ResponseFuture {
+impl fastgrpc::service::FastService for Echo {
+    fn call(&self, request: http::Request<RequestBody>) -> fastgrpc::service::ResponseFuture {
         let mut response = fastgrpc::internals::response::status(&Status::ok(""));
         let path = HeaderValue::from_str(request.uri().path()).expect("a path is a valid value");
         response.headers_mut().insert("x-routed-to", path);
@@ -880,7 +884,7 @@ pub fn http2_connection(data: &[u8]) {
         let incoming = futures_util::stream::iter([Ok::<_, std::io::Error>(server)]);
         let serving = tokio::spawn(
             fastgrpc::Server::builder()
-                .http2_engine(fastgrpc::Http2Engine::Fastgrpc)
+                .http2_engine(fastgrpc::transport::Http2Engine::Fastgrpc)
                 .add_service(Echo)
                 .serve_with_incoming(incoming, std::future::pending()),
         );

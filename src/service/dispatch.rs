@@ -23,12 +23,12 @@ use crate::handler::ResponseFuture;
 /// are not enforced, and connection limits do not apply.
 ///
 /// ```
-/// use fastgrpc::FastService;
+/// use fastgrpc::service::FastService;
 ///
 /// let dispatcher = fastgrpc::Server::builder().into_dispatcher();
 /// let request = http::Request::post("/no.Such/Method")
 ///     .header("content-type", "application/grpc")
-///     .body(fastgrpc::RequestBody::empty())
+///     .body(fastgrpc::service::RequestBody::empty())
 ///     .unwrap();
 /// let response = dispatcher.call(request).into_ready().unwrap().unwrap();
 /// assert_eq!(response.headers()["grpc-status"], "12"); // UNIMPLEMENTED

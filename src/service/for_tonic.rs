@@ -20,8 +20,8 @@ use crate::body::RequestBody;
 ///
 /// ```no_run
 /// # async fn run<S>(greeter: S) -> Result<(), tonic::transport::Error>
-/// # where S: fastgrpc::FastService + fastgrpc::NamedService + Clone {
-/// use fastgrpc::ForTonic;
+/// # where S: fastgrpc::service::FastService + fastgrpc::service::NamedService + Clone {
+/// use fastgrpc::service::ForTonic;
 /// tonic::transport::Server::builder()
 ///     .add_service(ForTonic::new(greeter))
 ///     .serve("127.0.0.1:50051".parse().unwrap())

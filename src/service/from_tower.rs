@@ -52,7 +52,7 @@ where
 }
 
 /// A tower service served as a [`FastService`]: the way tower services are hosted, the
-/// opposite of [`ForTonic`](crate::ForTonic).
+/// opposite of [`ForTonic`](crate::service::ForTonic).
 pub(crate) struct FromTower<S> {
     /// The service every call clones. tower services need `&mut self` and are often not
     /// `Sync` (tower's concurrency limit is not), so the original sits behind a lock that is

@@ -43,7 +43,7 @@ pub struct AsyncInterceptor<F> {
 /// Its future is polled once at once: if it completes then, the call stays inline.
 ///
 /// ```
-/// use fastgrpc::async_interceptor;
+/// use fastgrpc::service::async_interceptor;
 /// use fastgrpc::{Request, Status};
 ///
 /// let auth = async_interceptor(|request: Request<()>| async move {
@@ -107,7 +107,7 @@ impl CalledMethod {
 /// `XServer::with_interceptor`, as tonic's do; [`Intercepted::new`] wraps any service.
 ///
 /// ```
-/// use fastgrpc::CalledMethod;
+/// use fastgrpc::service::CalledMethod;
 /// use fastgrpc::{Request, Status};
 ///
 /// fn read_only(request: Request<()>) -> Result<Request<()>, Status> {
@@ -118,8 +118,8 @@ impl CalledMethod {
 ///         Err(Status::permission_denied("read-only replica"))
 ///     }
 /// }
-/// # fn wrap<S: fastgrpc::FastService>(service: S) -> fastgrpc::Intercepted<S, fn(Request<()>) -> Result<Request<()>, Status>> {
-/// fastgrpc::Intercepted::new(service, read_only)
+/// # fn wrap<S: fastgrpc::service::FastService>(service: S) -> fastgrpc::service::Intercepted<S, fn(Request<()>) -> Result<Request<()>, Status>> {
+/// fastgrpc::service::Intercepted::new(service, read_only)
 /// # }
 /// ```
 #[derive(Debug)]

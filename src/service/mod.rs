@@ -1,8 +1,13 @@
-//! Service composition, above the transports: [`FastService`] (the one interface every
-//! transport calls, and the macro that makes any `FastService` a tower `Service` too), the
-//! [`Dispatcher`] (the router behind the server-wide layers), the router and its gRPC-Web
-//! translation, the tower and tonic bridges, and interceptors. Nothing here knows which
-//! transport or HTTP/2 engine carries a call.
+//! Services and what composes them: [`FastService`], the interface every generated server
+//! implements and every transport calls (over [`RequestBody`] and [`ResponseBody`]);
+//! interceptors ([`Interceptor`], [`async_interceptor`], [`CalledMethod`]); tower services
+//! hosted beside generated ones ([`TowerService`]); fastgrpc services inside tonic's server
+//! ([`ForTonic`]); the whole server as one service, in-process ([`Dispatcher`]); and gRPC-Web's
+//! CORS policy ([`Cors`]).
+
+// Inside: the router and its gRPC-Web translation, the server-wide layers, and the macro that
+// makes any `FastService` a tower `Service` too. Nothing here knows which transport or HTTP/2
+// engine carries a call.
 
 mod dispatch;
 mod for_tonic;
@@ -21,9 +26,8 @@ pub use self::intercept::{
 };
 pub(crate) use self::router::{GrpcRouter, is_grpc_content_type};
 pub use self::web::Cors;
-
-use crate::body::RequestBody;
-use crate::handler::ResponseFuture;
+pub use crate::body::{RequestBody, ResponseBody};
+pub use crate::handler::ResponseFuture;
 
 pub use tonic::server::NamedService;
 
@@ -57,11 +61,11 @@ pub trait FastService: Send + Sync + 'static {
 macro_rules! __tower_service_of_fast_service {
     (@impl [$($generics:tt)*] $ty:ty) => {
         impl<$($generics)*>
-            $crate::codegen::Service<$crate::codegen::http::Request<$crate::RequestBody>> for $ty
+            $crate::codegen::Service<$crate::codegen::http::Request<$crate::service::RequestBody>> for $ty
         {
-            type Response = $crate::codegen::http::Response<$crate::ResponseBody>;
+            type Response = $crate::codegen::http::Response<$crate::service::ResponseBody>;
             type Error = ::core::convert::Infallible;
-            type Future = $crate::ResponseFuture;
+            type Future = $crate::service::ResponseFuture;
 
             fn poll_ready(
                 &mut self,
@@ -72,9 +76,9 @@ macro_rules! __tower_service_of_fast_service {
 
             fn call(
                 &mut self,
-                request: $crate::codegen::http::Request<$crate::RequestBody>,
+                request: $crate::codegen::http::Request<$crate::service::RequestBody>,
             ) -> Self::Future {
-                $crate::FastService::call(self, request)
+                $crate::service::FastService::call(self, request)
             }
         }
     };

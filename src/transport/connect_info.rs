@@ -63,7 +63,7 @@ impl fmt::Debug for Address {
 /// Cloning it is one reference count: every call of a connection shares one.
 ///
 /// ```
-/// use fastgrpc::ConnectInfo;
+/// use fastgrpc::transport::ConnectInfo;
 /// use fastgrpc::{Request, Status};
 ///
 /// fn caller(request: &Request<()>) -> Result<String, Status> {
@@ -183,7 +183,7 @@ impl fmt::Debug for ConnectInfo {
 /// # use std::{io, pin::Pin, task::{Context, Poll}};
 /// # use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 /// struct Pipe(tokio::io::DuplexStream);
-/// impl fastgrpc::Connected for Pipe {}
+/// impl fastgrpc::transport::Connected for Pipe {}
 /// # impl AsyncRead for Pipe {
 /// #     fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
 /// #         Pin::new(&mut self.0).poll_read(cx, buf)

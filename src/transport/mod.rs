@@ -1,10 +1,14 @@
-//! Connections, below the services: the accept loop every transport shares (`incoming`),
-//! telling HTTP/2 from HTTP/1.1 by a connection's first bytes (`sniff`), TLS, HTTP/1.1 through
-//! hyper (`http1`), the h2 crate's HTTP/2 engine (`h2_engine`; fastgrpc's own is
-//! `crate::http2`), connection settings and limits (`config`), connection and task counts
-//! (`activity`), what handlers may learn of a connection (`connect_info`), and how every
-//! transport starts a call and enforces its deadline (`call`); both HTTP/2 engines close their
-//! sockets through `linger`.
+//! Transports and what a server knows of a connection: which HTTP/2 engine serves it
+//! ([`Http2Engine`]), what a handler may learn of it ([`ConnectInfo`], [`Address`];
+//! [`Connected`] for transports of your own), TLS with the `tls` feature ([`TlsConfig`]), and
+//! live counts of what a server holds ([`ServerStats`]).
+
+// Inside: the accept loop every transport shares (`incoming`), telling HTTP/2 from HTTP/1.1 by
+// a connection's first bytes (`sniff`), TLS, HTTP/1.1 through hyper (`http1`), the h2 crate's
+// HTTP/2 engine (`h2_engine`; fastgrpc's own is `crate::http2`), connection settings and limits
+// (`config`), connection and task counts (`activity`), what handlers may learn of a connection
+// (`connect_info`), and how every transport starts a call and enforces its deadline (`call`);
+// both HTTP/2 engines close their sockets through `linger`.
 
 // The `AsyncWrite` methods of a socket wrapper that writes straight through to its `io` field:
 // all but `poll_shutdown`, which each wrapper defines. Its callers import `io`, `Pin`, `Context`
@@ -57,3 +61,7 @@ pub(crate) use self::config::{drain_reason, sleep_for};
 pub use self::connect_info::{Address, ConnectInfo, Connected};
 #[cfg(feature = "tls")]
 pub use self::tls::{TlsConfig, TlsError};
+/// The rustls the `tls` feature serves with, to build a [`TlsConfig`]'s alternative, a
+/// `rustls::ServerConfig` of your own, with the same version.
+#[cfg(feature = "tls")]
+pub use tokio_rustls::rustls;

@@ -23,9 +23,9 @@ const ALPN_H2: &[u8] = b"h2";
 /// anything this does not cover, build a `rustls::ServerConfig` yourself.
 ///
 /// ```no_run
-/// # async fn run(greeter: impl fastgrpc::FastService + fastgrpc::NamedService)
+/// # async fn run(greeter: impl fastgrpc::service::FastService + fastgrpc::service::NamedService)
 /// #     -> Result<(), Box<dyn std::error::Error>> {
-/// use fastgrpc::TlsConfig;
+/// use fastgrpc::transport::TlsConfig;
 ///
 /// let tls = TlsConfig::from_pem(std::fs::read("server.pem")?, std::fs::read("server.key")?)?
 ///     // Only clients with a certificate signed by this CA may connect (mutual TLS).
@@ -68,7 +68,7 @@ impl TlsConfig {
     /// Asks every client for a certificate chaining to one of `roots` (PEM `CERTIFICATE`
     /// blocks), and refuses the connection of a client without one, unless
     /// [`client_auth_optional`](Self::client_auth_optional). Handlers find the chain in
-    /// [`ConnectInfo::peer_certs`](crate::ConnectInfo::peer_certs).
+    /// [`ConnectInfo::peer_certs`](crate::transport::ConnectInfo::peer_certs).
     pub fn client_ca_pem(mut self, roots: impl AsRef<[u8]>) -> Result<TlsConfig, TlsError> {
         let mut store = RootCertStore::empty();
         for cert in certificates(roots.as_ref(), "the client CA roots")? {

@@ -2,8 +2,8 @@
 //! they request.
 //!
 //! Counting only on the measuring thread keeps the test harness's own threads out of the
-//! figures. Include this file with `#[path]` in a test binary and install [`CountingAllocator`]
-//! as its `#[global_allocator]`.
+//! figures. A binary installs [`CountingAllocator`] as its `#[global_allocator]`: the tests'
+//! `allocation_counts`, and the benchmarks, which include this file with `#[path]`.
 //!
 //! Bytes are what the allocator is asked for: the size of each `alloc` and `alloc_zeroed`, and
 //! the new size of each `realloc` (counted, like the allocation count, as a new allocation).

@@ -206,18 +206,18 @@ pub fn frame(message: &[u8]) -> Bytes {
     buf.freeze()
 }
 
-/// A greeter that records the [`fastgrpc::ConnectInfo`] each call finds in its
+/// A greeter that records the [`fastgrpc::transport::ConnectInfo`] each call finds in its
 /// extensions (`None` where there is none) and answers `Hello {name}`.
 #[derive(Debug, Clone, Default)]
 pub struct RecordingGreeter {
-    pub seen: std::sync::Arc<std::sync::Mutex<Vec<Option<fastgrpc::ConnectInfo>>>>,
+    pub seen: std::sync::Arc<std::sync::Mutex<Vec<Option<fastgrpc::transport::ConnectInfo>>>>,
     /// What tonic's `Request::remote_addr()` answered in each call.
     pub tonic_remote: std::sync::Arc<std::sync::Mutex<Vec<Option<SocketAddr>>>>,
 }
 
 impl RecordingGreeter {
     /// Every connection information recorded so far.
-    pub fn seen(&self) -> Vec<Option<fastgrpc::ConnectInfo>> {
+    pub fn seen(&self) -> Vec<Option<fastgrpc::transport::ConnectInfo>> {
         self.seen.lock().unwrap().clone()
     }
 }
@@ -227,7 +227,7 @@ impl pb::helloworld::greeter_server::Greeter for RecordingGreeter {
         &self,
         request: fastgrpc::Request<pb::helloworld::HelloRequest>,
     ) -> impl fastgrpc::RpcFuture<pb::helloworld::HelloReply> {
-        let info = fastgrpc::ConnectInfo::of(&request).cloned();
+        let info = fastgrpc::transport::ConnectInfo::of(&request).cloned();
         self.seen.lock().unwrap().push(info);
         self.tonic_remote
             .lock()
@@ -382,7 +382,6 @@ pub mod raw_frames {
     }
 }
 
-/// A scripted HTTP/2 client and the server it talks to, for the tests of fastgrpc's engine.
 pub mod scripted;
 
 /// Reading gRPC-Web answers.
@@ -460,9 +459,7 @@ pub fn decompressed(encoding: fastgrpc::CompressionEncoding, payload: &[u8]) -> 
     message
 }
 
-/// A global allocator that counts one thread's allocations (`allocation_counts.rs`).
 pub mod alloc;
-/// Hand-made futures for the `map_async` tests.
 pub mod futures;
 
 /// Waits until `condition` holds, checking every millisecond; fails, naming `what`, after 10 s.

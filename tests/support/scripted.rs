@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use fastgrpc::Http2Engine;
+use fastgrpc::transport::Http2Engine;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 

@@ -17,7 +17,7 @@ use crate::body::ResponseBody;
 /// [`Cors::any_origin`].
 ///
 /// ```
-/// use fastgrpc::Cors;
+/// use fastgrpc::service::Cors;
 ///
 /// // Only the app's own pages, with their cookies.
 /// let cors = Cors::origins(["https://app.example.com"])
