@@ -408,7 +408,10 @@ async fn a_client_that_never_reads_pins_little_more_than_its_held_replies() {
 /// The engine builds the request head from values the connection's last request shared, and
 /// the reply's head and trailers in maps earlier replies gave back: nothing of its own.
 /// Allocations per warm `SayHello` call, in the server's thread, of a server on fastgrpc's
-/// engine from `builder` (counted over 2,000 calls after 1,000).
+/// engine from `builder`: the median of five batches of 400 calls, after 1,000. Now and then a
+/// batch counts more, in a burst (seen, over one count of 2,000 calls: up to 3.25 a call, in 3
+/// runs of 14, before and after this suite was folded into one binary); an allocation more
+/// per call moves every batch.
 async fn warm_unary_call_allocations(
     builder: impl FnOnce() -> fastgrpc::Builder + Send + 'static,
 ) -> f64 {
@@ -446,10 +449,15 @@ async fn warm_unary_call_allocations(
         }
     };
     calls(1_000).await;
-    const CALLS: u64 = 2_000;
-    let before = server.counted().await;
-    calls(CALLS as usize).await;
-    (server.counted().await - before) as f64 / CALLS as f64
+    const BATCH: u64 = 400;
+    let mut per_call = Vec::new();
+    for _ in 0..5 {
+        let before = server.counted().await;
+        calls(BATCH as usize).await;
+        per_call.push((server.counted().await - before) as f64 / BATCH as f64);
+    }
+    per_call.sort_by(f64::total_cmp);
+    per_call[2]
 }
 
 #[tokio::test]
