@@ -2,8 +2,10 @@
 #![deny(missing_docs)]
 #![warn(unreachable_pub)]
 
-// Every module is private: what users write is re-exported below, what generated code needs is
-// in `codegen`, what this repository's fuzz oracles and benchmarks reach is in `internals`. `docs/ARCHITECTURE.md` maps the modules.
+// What users write is re-exported below or in the three public modules by role (`service`,
+// `transport`, `stream`); every other module is private. What generated code needs is in
+// `codegen`, what this repository's fuzz oracles and benchmarks reach is in `internals`.
+// `docs/ARCHITECTURE.md` maps the modules.
 mod body;
 mod codec;
 mod compression;

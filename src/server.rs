@@ -54,7 +54,7 @@ pub struct Builder {
     default_timeout: Option<Duration>,
     max_connections: Option<usize>,
     stats: ServerStats,
-    /// Whether each request gets the [`ConnectInfo`] of its connection.
+    /// Whether each request gets the [`ConnectInfo`](crate::transport::ConnectInfo) of its connection.
     connect_info: bool,
     #[cfg(feature = "tls")]
     tls: Option<tokio_rustls::rustls::ServerConfig>,
@@ -69,7 +69,7 @@ pub(crate) struct Shared {
     /// Deadline of calls whose client sets none (or a later one).
     pub(crate) default_timeout: Option<Duration>,
     pub(crate) stats: ServerStats,
-    /// Whether each request gets the [`ConnectInfo`] of its connection.
+    /// Whether each request gets the [`ConnectInfo`](crate::transport::ConnectInfo) of its connection.
     pub(crate) connect_info: bool,
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<tls::Acceptor>,

@@ -1,6 +1,6 @@
 //! What a call does, above the connection that carries it: unary and streaming calls,
 //! deadlines, compression, gRPC-Web, middleware and interceptors, tonic services and clients,
-//! the interop cases, metrics and spans, `map_async`, and the README's example.
+//! the interop cases, metrics, `map_async`.
 
 mod compression;
 mod deadlines;
@@ -9,8 +9,6 @@ mod interop;
 mod map_async_props;
 mod metrics;
 mod middleware;
-mod readme;
 mod streaming;
 mod tonic_compat;
-mod tracing;
 mod unary;

@@ -16,7 +16,7 @@ use support::pb::helloworld::{HelloReply, HelloRequest};
 use support::tonic_pb::grpc_testing as client_testing;
 use support::tonic_pb::grpc_testing::test_service_client::TestServiceClient;
 use support::tonic_pb::helloworld::greeter_client::GreeterClient;
-use support::{TestServer, channel, hello, until};
+use support::{TestServer, channel, hello, until, until_shown};
 
 /// Counts the bytes live on the heap, over all threads.
 struct LiveBytes;
@@ -155,9 +155,16 @@ impl TestService for FaultyStreams {
 /// Waits (bounded) until the server holds no task finishing a call and `connections`
 /// connections.
 async fn settles(stats: &ServerStats, connections: usize) {
-    until("no call task, and the connections expected", || {
-        stats.call_tasks() == 0 && stats.connections() == connections
-    })
+    until_shown(
+        || {
+            format!(
+                "{} call tasks and {} connections, {connections} expected",
+                stats.call_tasks(),
+                stats.connections()
+            )
+        },
+        || stats.call_tasks() == 0 && stats.connections() == connections,
+    )
     .await;
 }
 

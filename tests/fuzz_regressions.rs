@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use fastgrpc_fuzz_oracles as fuzz_logic;
+use fastgrpc_fuzz_oracles as oracles;
 
 /// Runs `target` on every file of `fuzz/corpus/<name>/`, naming the input that fails.
 fn replay(name: &str, target: fn(&[u8])) {
@@ -27,40 +27,40 @@ fn replay(name: &str, target: fn(&[u8])) {
 
 #[test]
 fn decode_unary() {
-    replay("decode_unary", fuzz_logic::decode_unary);
+    replay("decode_unary", oracles::decode_unary);
 }
 
 #[test]
 fn streaming_decode() {
-    replay("streaming_decode", fuzz_logic::streaming_decode);
+    replay("streaming_decode", oracles::streaming_decode);
 }
 
 #[test]
 fn headers() {
-    replay("headers", fuzz_logic::headers);
+    replay("headers", oracles::headers);
 }
 
 #[test]
 fn unary_call() {
-    replay("unary_call", fuzz_logic::unary_call);
+    replay("unary_call", oracles::unary_call);
 }
 
 #[test]
 fn route() {
-    replay("route", fuzz_logic::route);
+    replay("route", oracles::route);
 }
 
 #[test]
 fn http2_frame_corpus() {
-    replay("http2_frame", fuzz_logic::http2_frame);
+    replay("http2_frame", oracles::http2_frame);
 }
 
 #[test]
 fn hpack_decode_corpus() {
-    replay("hpack_decode", fuzz_logic::hpack_decode);
+    replay("hpack_decode", oracles::hpack_decode);
 }
 
 #[test]
 fn http2_connection_corpus() {
-    replay("http2_connection", fuzz_logic::http2_connection);
+    replay("http2_connection", oracles::http2_connection);
 }

@@ -142,8 +142,7 @@ async fn pipelined(
     .expect("every answer within 30 s")
 }
 
-/// A server hosting `Work` with the default (adaptive) inline, and its counts.
-/// Calls start inline whatever they cost: what these tests check is how a call that is ready,
+/// A server hosting `Work`, and its counts. Calls start inline whatever they cost: what these tests check is how a call that is ready,
 /// or waits, is carried, not the cost estimate, which on a loaded machine can spawn a light
 /// call (two preempted calls in a row; seen once in 40 runs).
 async fn work_server() -> (TestServer, ServerStats) {

@@ -19,7 +19,9 @@ use support::pb::grpc_testing::{
     EchoStatus, Empty, ResponseParameters, SimpleRequest, SimpleResponse,
     StreamingInputCallRequest, StreamingInputCallResponse, StreamingOutputCallRequest,
 };
-use support::{RawResponse, TestServer, frame, raw_grpc, raw_request, reply, until, zeros};
+use support::{
+    RawResponse, TestServer, frame, raw_grpc, raw_request, reply, until, until_shown, zeros,
+};
 
 const UNARY: &str = "grpc.testing.TestService/UnaryCall";
 
@@ -167,8 +169,13 @@ impl Metered {
                 .into_iter()
                 .find(|p| p.status.as_deref() == Some(status) && p.count >= count)
         };
-        until(
-            &format!("{count} {name} points for {method} {status}"),
+        until_shown(
+            || {
+                format!(
+                    "{count} {name} for {method} {status}, in {:?}",
+                    self.of(name, method)
+                )
+            },
             || point().is_some(),
         )
         .await;

@@ -1,8 +1,8 @@
 //! Tracing: fastgrpc's own span per call (OpenTelemetry's RPC attributes, entered while the
 //! handler runs, the client's `traceparent` as its parent when exported through
-//! `tracing-opentelemetry`), and tower-http's `TraceLayer`, server-wide. (A file of its own:
+//! `tracing-opentelemetry`), and tower-http's `TraceLayer`, server-wide. (A binary of its own:
 //! `tracing` caches per call site whether anyone listens, which a test on another thread could
-//! decide first.)
+//! decide first, and one test sets OpenTelemetry's process-wide propagator.)
 
 use std::sync::Arc;
 

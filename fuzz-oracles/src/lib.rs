@@ -3,7 +3,8 @@
 //! The fuzz targets (`fuzz/fuzz_targets/*.rs`, run by `cargo fuzz`) call these functions, and
 //! so does the workspace's `tests/fuzz_regressions.rs`, which replays `fuzz/corpus/` in a plain
 //! `cargo test`: a corpus input means the same thing to both. They reach the parsers and steps
-//! they check through the runtime's hidden `internals` module, which only re-exports them.
+//! they check through the runtime's hidden `internals` module (re-exports, and one
+//! constructor), and drive whole calls through the `codegen` module, as generated code does.
 //!
 //! Every function takes arbitrary bytes and panics only when fastgrpc does something wrong: a
 //! panic inside fastgrpc, a call that never finishes, or a result that contradicts an

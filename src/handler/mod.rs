@@ -69,7 +69,8 @@ pub struct HandlerConfig {
     /// runs on any worker thread, in parallel with the connection and its other calls.
     pub(crate) inline: InlineMode,
     /// With [`InlineMode::Adaptive`], a method whose calls are estimated to compute for longer
-    /// than this in their first poll starts them in spawned tasks (default 25 µs).
+    /// than this in their first poll starts them in spawned tasks (default
+    /// [`DEFAULT_INLINE_COST_LIMIT`](adaptive::DEFAULT_INLINE_COST_LIMIT)).
     pub(crate) inline_cost_limit: Duration,
 }
 

@@ -1,6 +1,6 @@
 //! Transports and what a server knows of a connection: which HTTP/2 engine serves it
 //! ([`Http2Engine`]), what a handler may learn of it ([`ConnectInfo`], [`Address`];
-//! [`Connected`] for transports of your own), TLS with the `tls` feature ([`TlsConfig`]), and
+//! [`Connected`] for transports of your own), TLS with the `tls` feature (`TlsConfig`), and
 //! live counts of what a server holds ([`ServerStats`]).
 
 // Inside: the accept loop every transport shares (`incoming`), telling HTTP/2 from HTTP/1.1 by

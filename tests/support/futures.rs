@@ -1,6 +1,7 @@
 //! Hand-made futures and a hand-driven poll loop for the `map_async` tests and benchmark:
 //! deterministic pending futures, in-flight counting, and a waker that proves wake-ups.
-//! Include with `#[path]`; each user takes what it needs.
+//! A module of the tests' `support` library; the benchmark includes this file with `#[path]`
+//! (hence `dead_code`: it takes only what it needs).
 #![allow(dead_code)]
 
 use std::future::Future;

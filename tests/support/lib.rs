@@ -4,8 +4,9 @@
 //!
 //! The tests are a few binaries by subject (`calls.rs`, `connections.rs`), and apart only
 //! those that need a process of their own: a global allocator (`allocation_counts.rs`,
-//! `faults.rs`) or the machine's cores to themselves (`inline.rs`). The guide's examples run as
-//! this library's doc tests.
+//! `faults.rs`), the machine's cores to themselves (`inline.rs`, and `readme.rs`, which runs
+//! cargo), or process-wide `tracing` and OpenTelemetry state (`tracing.rs`). The guide's
+//! examples run as this library's doc tests.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -465,9 +466,19 @@ pub mod futures;
 /// Waits until `condition` holds, checking every millisecond; fails, naming `what`, after 10 s.
 /// For what a test cannot be told of directly (a count on the server, a file appearing).
 pub async fn until(what: &str, condition: impl Fn() -> bool) {
+    until_shown(|| what.to_owned(), condition).await;
+}
+
+/// [`until`], failing with what `state` says at that moment: for conditions on counts, which
+/// the failure should show.
+pub async fn until_shown(state: impl Fn() -> String, condition: impl Fn() -> bool) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     while !condition() {
-        assert!(tokio::time::Instant::now() < deadline, "not yet: {what}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not yet: {}",
+            state()
+        );
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
 }

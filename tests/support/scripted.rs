@@ -1,10 +1,10 @@
 //! A scripted HTTP/2 client for fastgrpc's own engine: the preface sent, then frames written
-//! and read raw over a real loopback socket; with the echoing greeter it talks to, a server of
-//! it on [`Http2Engine::Fastgrpc`], and the frame types and error codes of RFC 9113.
+//! and read raw over a real loopback socket; a server of [`EchoGreeter`](crate::EchoGreeter)
+//! on [`Http2Engine::Fastgrpc`] for it to talk to, and the frame types and error codes of RFC
+//! 9113.
 //!
 //! Every read is bounded ([`READ_LIMIT`]), so a server that does not answer as expected makes
 //! a test fail, never hang.
-#![allow(dead_code)]
 
 use std::time::{Duration, Instant};
 
