@@ -236,9 +236,10 @@ async fn leading_whitespace_in_a_field_value() {
 #[tokio::test]
 async fn a_quiet_request_stream_fails_after_its_idle_timeout() {
     let (server, _, _) =
-        sleeper_server(|s| s.receive_idle_timeout(Duration::from_millis(100)), None).await;
+        sleeper_server(|s| s.receive_idle_timeout(Duration::from_millis(300)), None).await;
     let mut client = TestServiceClient::new(channel(&server).await);
-    // Messages every 30 ms keep the stream alive; then silence.
+    // Messages every 30 ms keep the stream alive (a tenth of the timeout, so a loaded machine's
+    // late wake-up does not end it early); then silence.
     let (requests, rx) = tokio::sync::mpsc::channel(1);
     let call = tokio::spawn(async move {
         client
