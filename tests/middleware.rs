@@ -69,7 +69,7 @@ async fn a_per_service_timeout_layer_ends_slow_calls_of_that_service_only() {
         Server::builder()
             .add_layered_service(
                 GreeterServer::new(greeter),
-                ServiceBuilder::new().timeout(Duration::from_millis(50)),
+                ServiceBuilder::new().timeout(Duration::from_millis(250)),
             )
             .add_service(TestServiceServer::new(Empties)),
     )
@@ -143,7 +143,7 @@ async fn server_wide_layers_see_every_call_and_compose_with_tower_http() {
         Server::builder()
             .layer(count_calls)
             .layer(tower_http::trace::TraceLayer::new_for_grpc())
-            .layer(ServiceBuilder::new().timeout(Duration::from_millis(50)))
+            .layer(ServiceBuilder::new().timeout(Duration::from_millis(250)))
             .add_service(GreeterServer::new(SleepyGreeter::default())),
     )
     .await;
