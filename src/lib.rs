@@ -9,6 +9,7 @@
 mod body;
 mod codec;
 mod compression;
+mod connect;
 mod deadline;
 mod future;
 mod handler;
@@ -17,6 +18,7 @@ mod metadata;
 #[cfg(feature = "opentelemetry")]
 mod metrics;
 mod observe;
+mod protocol;
 mod response;
 mod server;
 pub mod service;
@@ -24,6 +26,7 @@ mod spare_maps;
 mod status;
 pub mod stream;
 pub mod transport;
+pub mod types;
 
 #[doc(hidden)]
 pub mod codegen;
