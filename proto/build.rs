@@ -5,7 +5,11 @@
 
 use std::path::PathBuf;
 
-const PROTOS: &[&str] = &["helloworld.proto", "grpc/testing/test.proto"];
+const PROTOS: &[&str] = &[
+    "helloworld.proto",
+    "grpc/testing/test.proto",
+    "jsontest/jsontest.proto",
+];
 
 fn main() -> std::io::Result<()> {
     let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));

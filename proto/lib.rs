@@ -14,6 +14,11 @@ pub mod grpc_testing {
     include!(concat!(env!("OUT_DIR"), "/grpc.testing.rs"));
 }
 
+/// `jsontest/jsontest.proto`: every kind of field ProtoJSON maps, and a service echoing them.
+pub mod jsontest {
+    include!(concat!(env!("OUT_DIR"), "/jsontest.rs"));
+}
+
 /// The same protos as tonic generates them: its clients, and its servers as a peer.
 pub mod tonic_pb {
     /// `helloworld.proto`, by tonic.

@@ -215,7 +215,7 @@ fn server_module(
 /// The associated type a server-streaming method's reply stream is declared with, as in tonic.
 fn stream_type(method: &Method) -> TokenStream {
     let name = stream_type_name(method);
-    let output = message_type(&method.output_type);
+    let output = output_type(method);
     let doc = format!(" The stream of replies `{}` returns.", method.name);
     quote! {
         #[doc = #doc]
@@ -229,7 +229,7 @@ fn stream_type_name(method: &Method) -> Ident {
 
 fn trait_method(service: &Service, method: &Method) -> TokenStream {
     let name = rust_ident(&method.name);
-    let input = message_type(&method.input_type);
+    let input = input_type(method);
     let request = if method.client_streaming {
         quote! { Request<Streaming<#input>> }
     } else {
@@ -239,7 +239,7 @@ fn trait_method(service: &Service, method: &Method) -> TokenStream {
         let stream = stream_type_name(method);
         quote! { Self::#stream }
     } else {
-        let output = message_type(&method.output_type);
+        let output = output_type(method);
         quote! { #output }
     };
     let docs = doc_attrs(&method.comments);
@@ -285,6 +285,24 @@ fn full_service_name(service: &Service) -> String {
     } else {
         format!("{}.{}", service.package, service.proto_name)
     }
+}
+
+/// The Rust type of a method's request message: `()` for `google.protobuf.Empty`, as prost
+/// and tonic have it (the messages' own fields of that type are `fastgrpc::types::Empty`).
+fn input_type(method: &Method) -> syn::Type {
+    method_message_type(&method.input_type, &method.input_proto_type)
+}
+
+/// The Rust type of a method's reply message, as [`input_type`] has it.
+fn output_type(method: &Method) -> syn::Type {
+    method_message_type(&method.output_type, &method.output_proto_type)
+}
+
+fn method_message_type(rust_path: &str, proto_type: &str) -> syn::Type {
+    if proto_type == ".google.protobuf.Empty" {
+        return syn::parse_quote!(());
+    }
+    message_type(rust_path)
 }
 
 /// The Rust type of a message, seen from inside the generated `<service>_server` module.
