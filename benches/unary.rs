@@ -68,7 +68,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use criterion::{BatchSize, Criterion};
-use fastgrpc::internals::codec::{self, DEFAULT_MAX_RECEIVE_MESSAGE_SIZE};
+use fastgrpc::internals::codec::{self, DEFAULT_MAX_RECEIVE_MESSAGE_SIZE, Format};
 use fastgrpc::service::FastService;
 use fastgrpc::service::RequestBody;
 use fastgrpc::{FastFuture, Request, Response, RpcFuture, Status};
@@ -264,7 +264,12 @@ impl Case for UnmarshalStrict {
 
     #[inline(never)]
     fn serve(&mut self, body: Bytes) -> Self::Output {
-        codec::decode_unary::<pb::HelloRequest>(body, DEFAULT_MAX_RECEIVE_MESSAGE_SIZE, None)
+        codec::decode_unary::<pb::HelloRequest>(
+            body,
+            DEFAULT_MAX_RECEIVE_MESSAGE_SIZE,
+            None,
+            Format::Proto,
+        )
     }
 
     fn check(output: &Self::Output) {
@@ -290,6 +295,7 @@ impl Case for UnmarshalStrictChained {
             body,
             DEFAULT_MAX_RECEIVE_MESSAGE_SIZE,
             None,
+            Format::Proto,
         ))
         .and_then(|request| {
             FastFuture::ok(pb::HelloReply {

@@ -25,4 +25,7 @@ pub use crate::service::{
 };
 pub use crate::{FastFuture, RpcFuture, Streaming};
 pub use futures_util::Stream;
+// What the ProtoJSON impls that `fastgrpc-build` writes with pbjson-build call.
+pub use pbjson;
+pub use serde;
 pub use tonic::{Request, Response, Status};

@@ -3,11 +3,14 @@
 //! whole. Not a stable API, and not for users: hidden, like [`codegen`](crate::codegen), and
 //! re-exports but for one constructor, so that no logic lives here.
 
-/// gRPC message framing: the unary decode and encode steps, and a request stream's decoder.
+/// gRPC message framing: the unary decode and encode steps, a request stream's decoder, and
+/// messages as ProtoJSON.
 pub mod codec {
+    pub use crate::codec::json::{decode as decode_json, write as write_json};
     pub use crate::codec::{
         DEFAULT_MAX_RECEIVE_MESSAGE_SIZE, FRAME_HEADER_LEN, decode_unary, encode, encode_reply,
     };
+    pub use crate::protocol::Format;
     use crate::service::RequestBody;
     use crate::{CompressionEncoding, Streaming};
 
@@ -18,7 +21,12 @@ pub mod codec {
         max_message_size: usize,
         encoding: Option<CompressionEncoding>,
     ) -> Streaming<M> {
-        Streaming::new(body, max_message_size, encoding)
+        Streaming::new(
+            body,
+            max_message_size,
+            encoding,
+            crate::protocol::Format::Proto,
+        )
     }
 }
 

@@ -13,6 +13,9 @@ use crate::spare_maps;
 
 /// `content-type` of every gRPC response fastgrpc sends.
 pub(crate) const GRPC_CONTENT_TYPE: HeaderValue = HeaderValue::from_static("application/grpc");
+/// `content-type` of a reply to `application/grpc+json`.
+pub(crate) const GRPC_JSON_CONTENT_TYPE: HeaderValue =
+    HeaderValue::from_static("application/grpc+json");
 
 pub(crate) const GRPC_STATUS: HeaderName = HeaderName::from_static("grpc-status");
 const GRPC_STATUS_OK: HeaderValue = HeaderValue::from_static("0");

@@ -19,7 +19,9 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use fastgrpc::codegen::{HandlerConfig, MethodCosts};
-use fastgrpc::internals::codec::{self, DEFAULT_MAX_RECEIVE_MESSAGE_SIZE, FRAME_HEADER_LEN};
+use fastgrpc::internals::codec::{
+    self, DEFAULT_MAX_RECEIVE_MESSAGE_SIZE, FRAME_HEADER_LEN, Format,
+};
 use fastgrpc::internals::compression::{self, AcceptEncoding};
 use fastgrpc::internals::deadline;
 use fastgrpc::service::RequestBody;
@@ -27,10 +29,12 @@ use fastgrpc::{Code, CompressionEncoding, Deadline, Status};
 use http::{HeaderMap, HeaderName, HeaderValue};
 use http_body::Body;
 use prost::Message;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 /// A message with every kind of field prost decodes: strings, bytes, packed numbers, nested
 /// and recursive messages, a map and a oneof.
-#[derive(Clone, PartialEq, prost::Message)]
+#[derive(Clone, PartialEq, prost::Message, serde::Serialize, serde::Deserialize)]
 pub struct Tree {
     #[prost(string, tag = "1")]
     pub name: String,
@@ -47,7 +51,7 @@ pub struct Tree {
 }
 
 /// The oneof of [`Tree`] (no floats: NaN would break the equality checks).
-#[derive(Clone, PartialEq, prost::Oneof)]
+#[derive(Clone, PartialEq, prost::Oneof, serde::Serialize, serde::Deserialize)]
 pub enum Choice {
     #[prost(sint32, tag = "6")]
     Small(i32),
@@ -150,12 +154,12 @@ pub fn decode_unary(data: &[u8]) {
 
 /// Decodes `body` as one `M`; checks what an accepted body must be, and that the message
 /// survives encoding (compressed as the request was) and decoding again.
-fn decode_as<M: Message + Default + PartialEq>(
+fn decode_as<M: Message + Default + PartialEq + Serialize + DeserializeOwned + 'static>(
     body: &Bytes,
     limit: usize,
     encoding: Option<CompressionEncoding>,
 ) {
-    let message = match codec::decode_unary::<M>(body.clone(), limit, encoding) {
+    let message = match codec::decode_unary::<M>(body.clone(), limit, encoding, Format::Proto) {
         Ok(message) => message,
         Err(status) => {
             assert_code(
@@ -183,9 +187,11 @@ fn decode_as<M: Message + Default + PartialEq>(
         );
     }
 
-    let frame = codec::encode_reply(&message, encoding, usize::MAX).expect("encodes");
+    let frame =
+        codec::encode_reply(&message, Format::Proto, encoding, usize::MAX).expect("encodes");
     let relimit = (frame.len() - FRAME_HEADER_LEN).max(message.encoded_len());
-    let again = codec::decode_unary::<M>(frame, relimit, encoding).expect("round trip decodes");
+    let again = codec::decode_unary::<M>(frame, relimit, encoding, Format::Proto)
+        .expect("round trip decodes");
     assert!(again == message, "round trip changed the message");
 }
 
@@ -260,7 +266,7 @@ impl Body for Chunked {
     }
 }
 
-fn stream_as<M: Message + Default + PartialEq + std::fmt::Debug>(
+fn stream_as<M: Message + Default + PartialEq + std::fmt::Debug + DeserializeOwned + 'static>(
     body: &Bytes,
     chunk: usize,
     limit: usize,
@@ -289,7 +295,8 @@ fn stream_as<M: Message + Default + PartialEq + std::fmt::Debug>(
             break;
         };
         let end = (FRAME_HEADER_LEN + declared).min(rest.len());
-        let expected = codec::decode_unary::<M>(body.slice_ref(&rest[..end]), limit, encoding);
+        let expected =
+            codec::decode_unary::<M>(body.slice_ref(&rest[..end]), limit, encoding, Format::Proto);
         match (item, expected) {
             (Ok(Some(message)), Ok(reference)) => {
                 assert!(message == reference, "stream and unary decode differ");
@@ -576,11 +583,29 @@ pub fn route(data: &[u8]) {
     )
     .expect("infallible");
 
-    // The reference reading.
-    let is_grpc = content_type.as_ref().is_some_and(|value| {
+    // The reference reading: the media type (parameters after `;` dropped) names gRPC
+    // (`application/grpc` or any `+subtype`), gRPC-Web (`-web`, `-web-text`, with `+proto` or
+    // `+json`), or Connect's unary protocol (`application/proto`, `application/json`).
+    let media = content_type.as_ref().map(|value| {
         let value = value.as_bytes();
-        value.starts_with(b"application/grpc") && matches!(value.get(16), None | Some(b'+' | b';'))
+        let end = value.iter().position(|&b| b == b';').unwrap_or(value.len());
+        value[..end].trim_ascii_end()
     });
+    let is_grpc = media.is_some_and(|media| {
+        media
+            .strip_prefix(b"application/grpc")
+            .is_some_and(|rest| rest.first().is_none_or(|&b| b == b'+'))
+    });
+    let is_web = media.is_some_and(|media| {
+        ["application/grpc-web", "application/grpc-web-text"]
+            .iter()
+            .any(|web| {
+                ["", "+proto", "+json"]
+                    .iter()
+                    .any(|sub| media == format!("{web}{sub}").as_bytes())
+            })
+    });
+    let is_connect = matches!(media, Some(b"application/proto" | b"application/json"));
     let service = path.path().strip_prefix('/').and_then(|rest| {
         let slash = rest.find('/')?;
         let (service, method) = (&rest[..slash], &rest[slash + 1..]);
@@ -589,7 +614,19 @@ pub fn route(data: &[u8]) {
     let routed = response.headers().get("x-routed-to");
     if method != http::Method::POST {
         assert_eq!(response.status(), http::StatusCode::METHOD_NOT_ALLOWED);
-    } else if !is_grpc {
+    } else if is_connect {
+        if service == Some("fuzz.Echo") {
+            assert_eq!(
+                routed.map(HeaderValue::as_bytes),
+                Some(path.path().as_bytes())
+            );
+            // Echo answers a status and no message, which a Connect unary answer cannot be.
+            assert_eq!(response.status(), http::StatusCode::INTERNAL_SERVER_ERROR);
+        } else {
+            assert!(routed.is_none(), "{path} was routed");
+            assert_eq!(response.status(), http::StatusCode::NOT_FOUND, "{path}");
+        }
+    } else if !is_grpc && !is_web {
         assert_eq!(response.status(), http::StatusCode::UNSUPPORTED_MEDIA_TYPE);
     } else if service == Some("fuzz.Echo") {
         assert_eq!(
@@ -683,7 +720,9 @@ pub fn unary_call(data: &[u8]) {
 
     // What the call must answer, from the pieces on their own.
     let expected = compression::request_encoding(&headers, &accepted)
-        .and_then(|encoding| codec::decode_unary::<Tree>(body, receive_limit, encoding))
+        .and_then(|encoding| {
+            codec::decode_unary::<Tree>(body, receive_limit, encoding, Format::Proto)
+        })
         .and_then(|message| {
             if message.encoded_len() > send_limit {
                 Err(Status::resource_exhausted("reply over the send limit"))
@@ -776,8 +815,13 @@ pub fn unary_call(data: &[u8]) {
                     "grpc-encoding {announced:?} on an uncompressed reply"
                 ),
             }
-            let reply = codec::decode_unary::<Tree>(frame.clone(), usize::MAX, reply_encoding)
-                .expect("the reply decodes");
+            let reply = codec::decode_unary::<Tree>(
+                frame.clone(),
+                usize::MAX,
+                reply_encoding,
+                Format::Proto,
+            )
+            .expect("the reply decodes");
             assert!(reply == message, "the echo differs from the request");
         }
     }

@@ -8,15 +8,19 @@
 //! [`Streaming`] decodes a stream of frames lazily, as the body arrives.
 
 mod arena;
+pub(crate) mod json;
 mod streaming;
 
 pub use self::streaming::Streaming;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use prost::Message;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use tonic::Status;
 
 use crate::compression::{self, CompressionEncoding};
+use crate::protocol::Format;
 
 /// Length of the frame prefix: compressed flag (1 byte) and message length (4 bytes).
 pub const FRAME_HEADER_LEN: usize = 5;
@@ -41,10 +45,11 @@ pub const DEFAULT_MAX_RECEIVE_MESSAGE_SIZE: usize =
 /// message compressed with `encoding` (the request's `grpc-encoding`); a longer message is
 /// refused with `RESOURCE_EXHAUSTED`. The message is decoded straight from
 /// `body`, without copying it first.
-pub fn decode_unary<M: Message + Default>(
+pub fn decode_unary<M: Message + Default + DeserializeOwned + 'static>(
     mut body: Bytes,
     max_message_size: usize,
     encoding: Option<CompressionEncoding>,
+    format: Format,
 ) -> Result<M, Status> {
     if body.is_empty() {
         return Err(missing_message());
@@ -62,7 +67,26 @@ pub fn decode_unary<M: Message + Default>(
     }
     // `advance` only moves the start; `split_off` may allocate to share the buffer.
     body.advance(FRAME_HEADER_LEN);
-    decode_message(header, body, encoding, max_message_size)
+    decode_message(header, body, encoding, max_message_size, format)
+}
+
+/// Decodes the bare message a Connect unary request's whole body is: compressed with
+/// `encoding` if the request has one (`content-encoding`), within `max_message_size` before
+/// and after decompression.
+pub(crate) fn decode_bare<M: Message + Default + DeserializeOwned + 'static>(
+    body: Bytes,
+    max_message_size: usize,
+    encoding: Option<CompressionEncoding>,
+    format: Format,
+) -> Result<M, Status> {
+    if body.len() > max_message_size {
+        return Err(too_large(body.len(), max_message_size));
+    }
+    let body = match encoding {
+        Some(encoding) => compression::decompress(encoding, &body, max_message_size)?,
+        None => body,
+    };
+    decode_payload(body, format)
 }
 
 /// A unary request without its message.
@@ -103,21 +127,27 @@ impl FrameHeader {
         };
         let len = u32::from_be_bytes([header[1], header[2], header[3], header[4]]) as usize;
         if len > max_message_size {
-            return Err(Status::resource_exhausted(format!(
-                "request message of {len} bytes is larger than the limit of {max_message_size} bytes"
-            )));
+            return Err(too_large(len, max_message_size));
         }
         Ok(FrameHeader { compressed, len })
     }
 }
 
+/// `RESOURCE_EXHAUSTED` for a request message of `len` bytes above `max_message_size`.
+pub(crate) fn too_large(len: usize, max_message_size: usize) -> Status {
+    Status::resource_exhausted(format!(
+        "request message of {len} bytes is larger than the limit of {max_message_size} bytes"
+    ))
+}
+
 /// Decodes one frame's message, `payload` being exactly the bytes after its header, and
 /// `encoding` the request's `grpc-encoding` for a compressed one.
-pub(crate) fn decode_message<M: Message + Default>(
+pub(crate) fn decode_message<M: Message + Default + DeserializeOwned + 'static>(
     header: FrameHeader,
     payload: Bytes,
     encoding: Option<CompressionEncoding>,
     max_message_size: usize,
+    format: Format,
 ) -> Result<M, Status> {
     let payload = match (header.compressed, encoding) {
         (false, _) => payload,
@@ -128,8 +158,42 @@ pub(crate) fn decode_message<M: Message + Default>(
             ));
         }
     };
-    M::decode(payload)
-        .map_err(|error| Status::internal(format!("failed to decode the request message: {error}")))
+    decode_payload(payload, format)
+}
+
+/// The whole of a bare (Connect unary) request body that is still arriving, refused with
+/// `RESOURCE_EXHAUSTED` as soon as it passes `max_message_size`.
+pub(crate) async fn collect_bare(
+    mut body: crate::body::RequestBody,
+    max_message_size: usize,
+) -> Result<Bytes, Status> {
+    use http_body::Body as _;
+    let mut collected = BytesMut::new();
+    while let Some(frame) =
+        std::future::poll_fn(|cx| std::pin::Pin::new(&mut body).poll_frame(cx)).await
+    {
+        let Ok(data) = frame?.into_data() else {
+            continue;
+        };
+        if collected.len() + data.len() > max_message_size {
+            return Err(too_large(collected.len() + data.len(), max_message_size));
+        }
+        collected.extend_from_slice(&data);
+    }
+    Ok(collected.freeze())
+}
+
+/// Decodes one message, uncompressed, in `format`.
+fn decode_payload<M: Message + Default + DeserializeOwned + 'static>(
+    payload: Bytes,
+    format: Format,
+) -> Result<M, Status> {
+    match format {
+        Format::Proto => M::decode(payload).map_err(|error| {
+            Status::internal(format!("failed to decode the request message: {error}"))
+        }),
+        Format::Json => json::decode(&payload),
+    }
 }
 
 /// Encodes a reply as one frame, compressed with `encoding` if there is one, refusing a
@@ -137,11 +201,15 @@ pub(crate) fn decode_message<M: Message + Default>(
 ///
 /// An uncompressed frame is encoded as by [`encode`]. A compressed one is built in buffers of
 /// its own: the compressor's state costs far more than they do.
-pub fn encode_reply<M: Message>(
+pub fn encode_reply<M: Message + Serialize + 'static>(
     message: &M,
+    format: Format,
     encoding: Option<CompressionEncoding>,
     max_message_size: usize,
 ) -> Result<Bytes, Status> {
+    if format == Format::Json {
+        return encode_json_reply(message, encoding, max_message_size);
+    }
     let len = message.encoded_len();
     check_reply_size(len, max_message_size)?;
     let Some(encoding) = encoding else {
@@ -152,6 +220,27 @@ pub fn encode_reply<M: Message>(
     let mut frame = BytesMut::with_capacity(FRAME_HEADER_LEN + len / 2 + 64);
     encode_frame(encoding, &plain, &mut frame)?;
     Ok(frame.freeze())
+}
+
+/// Encodes a reply as one frame of JSON, compressed with `encoding` if there is one. The JSON
+/// is written after room for the frame's header, so an uncompressed frame is that one buffer.
+fn encode_json_reply<M: Serialize + 'static>(
+    message: &M,
+    encoding: Option<CompressionEncoding>,
+    max_message_size: usize,
+) -> Result<Bytes, Status> {
+    let mut frame = Vec::with_capacity(128);
+    frame.extend_from_slice(&[0; FRAME_HEADER_LEN]);
+    json::encode(message, &mut frame)?;
+    let len = frame.len() - FRAME_HEADER_LEN;
+    check_reply_size(len, max_message_size)?;
+    if let Some(encoding) = encoding {
+        let mut compressed = BytesMut::with_capacity(FRAME_HEADER_LEN + len / 2 + 64);
+        encode_frame(encoding, &frame[FRAME_HEADER_LEN..], &mut compressed)?;
+        return Ok(compressed.freeze());
+    }
+    frame[1..FRAME_HEADER_LEN].copy_from_slice(&declared_len(len)?.to_be_bytes());
+    Ok(Bytes::from(frame))
 }
 
 /// Appends one compressed gRPC frame to `out`: flag `1`, the 4-byte big-endian length of the
@@ -270,7 +359,7 @@ mod tests {
     }
 
     fn decode_err(body: Bytes, limit: usize) -> Status {
-        decode_unary::<String>(body, limit, None).unwrap_err()
+        decode_unary::<String>(body, limit, None, Format::Proto).unwrap_err()
     }
 
     #[test]
@@ -279,21 +368,24 @@ mod tests {
         let encoded = encode(&text).unwrap();
         assert_eq!(encoded.len(), FRAME_HEADER_LEN + text.encoded_len());
         assert_eq!(&encoded[..5], &[0, 0, 0, 0, text.encoded_len() as u8]);
-        assert_eq!(decode_unary::<String>(encoded, 1024, None).unwrap(), text);
+        assert_eq!(
+            decode_unary::<String>(encoded, 1024, None, Format::Proto).unwrap(),
+            text
+        );
     }
 
     #[test]
     fn empty_message_is_a_valid_frame() {
         let encoded = encode(&()).unwrap();
         assert_eq!(&encoded[..], &[0, 0, 0, 0, 0]);
-        decode_unary::<()>(encoded, 0, None).unwrap();
+        decode_unary::<()>(encoded, 0, None, Format::Proto).unwrap();
     }
 
     #[test]
     fn message_exactly_at_the_limit_is_accepted_and_one_more_byte_is_not() {
         let text = "x".repeat(100);
         let len = text.encoded_len();
-        decode_unary::<String>(encode(&text).unwrap(), len, None).unwrap();
+        decode_unary::<String>(encode(&text).unwrap(), len, None, Format::Proto).unwrap();
         let error = decode_err(encode(&text).unwrap(), len - 1);
         assert_eq!(error.code(), Code::ResourceExhausted);
         assert!(

@@ -18,10 +18,13 @@ use http_body::Body;
 use prost::Message;
 use tonic::Status;
 
+use serde::de::DeserializeOwned;
+
 use super::{FRAME_HEADER_LEN, FrameHeader, decode_message};
 use crate::body::RequestBody;
 use crate::compression::CompressionEncoding;
 use crate::deadline::{IdleTimeout, idle_timeout_status};
+use crate::protocol::Format;
 
 /// Received bytes not yet decoded.
 ///
@@ -88,6 +91,8 @@ pub struct Streaming<T> {
     max_message_size: usize,
     /// The request's `grpc-encoding`, for compressed messages.
     encoding: Option<CompressionEncoding>,
+    /// How the messages are encoded: protobuf, or JSON (`application/grpc+json`, ...).
+    format: Format,
     /// Whether the last message yielded arrived compressed.
     last_compressed: bool,
     /// Fails the stream when the client goes quiet; reset in place on every chunk received.
@@ -99,17 +104,19 @@ pub struct Streaming<T> {
 
 impl<T> Streaming<T> {
     /// Decodes messages of at most `max_message_size` bytes from `body`, decompressing those
-    /// flagged compressed with `encoding` (the request's `grpc-encoding`).
+    /// flagged compressed with `encoding` (the request's `grpc-encoding`), in `format`.
     pub(crate) fn new(
         body: RequestBody,
         max_message_size: usize,
         encoding: Option<CompressionEncoding>,
+        format: Format,
     ) -> Self {
         Streaming {
             body,
             buffer: FrameBuffer::default(),
             max_message_size,
             encoding,
+            format,
             last_compressed: false,
             idle: None,
             done: false,
@@ -133,7 +140,7 @@ impl<T> Streaming<T> {
     }
 }
 
-impl<T: Message + Default> Streaming<T> {
+impl<T: Message + Default + DeserializeOwned + 'static> Streaming<T> {
     /// The next message, `None` when the client has finished sending.
     pub async fn message(&mut self) -> Result<Option<T>, Status> {
         std::future::poll_fn(|cx| Pin::new(&mut *self).poll_next(cx))
@@ -145,7 +152,13 @@ impl<T: Message + Default> Streaming<T> {
         loop {
             if let Some((header, payload)) = self.buffer.next_frame(self.max_message_size)? {
                 self.last_compressed = header.compressed;
-                let message = decode_message(header, payload, self.encoding, self.max_message_size);
+                let message = decode_message(
+                    header,
+                    payload,
+                    self.encoding,
+                    self.max_message_size,
+                    self.format,
+                );
                 return Poll::Ready(Some(message));
             }
             let frame = match Pin::new(&mut self.body).poll_frame(cx) {
@@ -186,7 +199,7 @@ impl<T> Streaming<T> {
     }
 }
 
-impl<T: Message + Default> Stream for Streaming<T> {
+impl<T: Message + Default + DeserializeOwned + 'static> Stream for Streaming<T> {
     type Item = Result<T, Status>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
@@ -231,7 +244,7 @@ mod tests {
         for piece in data.chunks(chunk) {
             buffer.push(Bytes::copy_from_slice(piece));
             while let Some((header, payload)) = buffer.next_frame(limit)? {
-                out.push(decode_message(header, payload, None, limit)?);
+                out.push(decode_message(header, payload, None, limit, Format::Proto)?);
             }
         }
         assert!(buffer.is_empty(), "nothing left over");
@@ -279,8 +292,12 @@ mod tests {
     async fn streaming_ends_with_an_error_on_a_truncated_last_frame() {
         let mut data = frames(&["ok"]);
         data.extend_from_slice(&[0, 0, 0, 0, 9, 1, 2]);
-        let mut stream =
-            Streaming::<String>::new(RequestBody::complete(Bytes::from(data)), 1024, None);
+        let mut stream = Streaming::<String>::new(
+            RequestBody::complete(Bytes::from(data)),
+            1024,
+            None,
+            Format::Proto,
+        );
         assert_eq!(stream.message().await.unwrap().as_deref(), Some("ok"));
         let error = stream.message().await.unwrap_err();
         assert_eq!(error.code(), tonic::Code::Internal);

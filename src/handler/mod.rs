@@ -26,6 +26,7 @@ use crate::FastFuture;
 use crate::body::ResponseBody;
 use crate::codec::DEFAULT_MAX_RECEIVE_MESSAGE_SIZE;
 use crate::compression::{self, CompressionEncoding, EncodingList, MessageCompression};
+use crate::protocol::{Format, Wire};
 use crate::status;
 
 /// A boxed stream of replies, for a server-streaming method's associated stream type when the
@@ -38,10 +39,10 @@ pub type ResponseFuture = FastFuture<http::Response<ResponseBody>, Infallible>;
 
 /// The answer to a method the service does not have: trailers-only `UNIMPLEMENTED`.
 pub fn unimplemented_method(path: &str) -> ResponseFuture {
-    FastFuture::ok(crate::response::status(&Status::unimplemented(format!(
+    FastFuture::ok(crate::response::unknown_route(format!(
         "method not found: {}",
         status::excerpt(path)
-    ))))
+    )))
 }
 
 /// Per-service settings every call of a generated server obeys. The generated server's methods
@@ -151,6 +152,8 @@ type Invoked<T> = Result<(FastFuture<tonic::Response<T>, Status>, ReplyCodec), S
 /// limit on a reply's size; and the encodings the reply announces as accepted in requests.
 #[derive(Debug, Clone, Copy)]
 struct ReplyCodec {
+    /// Protobuf or JSON, as the request's `content-type` asked.
+    format: Format,
     encoding: Option<CompressionEncoding>,
     max_message_size: usize,
     /// The service's accepted encodings if the client speaks compression, else empty.
@@ -160,13 +163,13 @@ struct ReplyCodec {
 impl ReplyCodec {
     /// One reply frame, compressed if the call has an encoding and the handler's
     /// [`MessageCompression`] switch, if it set one, is on.
-    fn encode<M: prost::Message>(
+    fn encode<M: prost::Message + serde::Serialize + 'static>(
         &self,
         message: &M,
         switch: Option<&MessageCompression>,
     ) -> Result<bytes::Bytes, Status> {
         let encoding = self.encoding.filter(|_| self.compresses(switch));
-        crate::codec::encode_reply(message, encoding, self.max_message_size)
+        crate::codec::encode_reply(message, self.format, encoding, self.max_message_size)
     }
 
     /// Whether a reply goes compressed: the call has an encoding, and the handler's switch, if
@@ -185,7 +188,7 @@ impl ReplyCodec {
         batch: &mut bytes::BytesMut,
         room: usize,
     ) -> Result<bool, Status> {
-        if self.compresses(switch) {
+        if self.compresses(switch) || self.format != Format::Proto {
             return Ok(false);
         }
         let len = message.encoded_len();
@@ -198,9 +201,12 @@ impl ReplyCodec {
     }
 }
 
-/// How a call's messages are compressed, each way, as negotiated from its request headers.
+/// How a call's messages are encoded and compressed, each way, as negotiated from its request
+/// headers.
 #[derive(Debug, Clone, Copy)]
 struct Encodings {
+    /// The request's protocol and format: how its messages are framed and encoded.
+    wire: Wire,
     request: Option<CompressionEncoding>,
     reply: ReplyCodec,
 }
@@ -223,9 +229,12 @@ impl HandlerConfig {
         } else {
             EncodingList::new()
         };
+        let wire = Wire::of_request(headers);
         Ok(Encodings {
+            wire,
             request: compression::request_encoding(headers, self.accept_compression.as_slice())?,
             reply: ReplyCodec {
+                format: wire.format,
                 encoding: compression::response_encoding(headers, self.send_compression.as_slice()),
                 max_message_size: self.max_send_message_size,
                 announce,
@@ -287,6 +296,9 @@ impl RequestHead {
 /// if there is one, and the encodings the service accepts if it announces them.
 fn reply_headers(metadata: MetadataMap, codec: ReplyCodec) -> HeaderMap {
     let mut headers = status::ok_headers(metadata.into_headers());
+    if codec.format == Format::Json {
+        headers.insert(http::header::CONTENT_TYPE, status::GRPC_JSON_CONTENT_TYPE);
+    }
     if let Some(encoding) = codec.encoding {
         headers.insert(compression::GRPC_ENCODING, encoding.header_value());
     }

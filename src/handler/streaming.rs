@@ -12,6 +12,8 @@ use std::task::{Context, Poll, ready};
 
 use futures_util::Stream;
 use prost::Message;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use tonic::Status;
 
 use super::unary::{call_with_message, marshal};
@@ -32,8 +34,8 @@ pub fn server_streaming<Req, Resp, S, M, F>(
     method: M,
 ) -> ResponseFuture
 where
-    Req: Message + Default + Send + 'static,
-    Resp: Message + 'static,
+    Req: Message + Default + DeserializeOwned + Send + 'static,
+    Resp: Message + Serialize + 'static,
     S: Stream<Item = Result<Resp, Status>> + Send + 'static,
     M: FnOnce(tonic::Request<Req>) -> F + Send + 'static,
     F: Future<Output = Result<tonic::Response<S>, Status>> + Send + 'static,
@@ -52,8 +54,8 @@ pub fn client_streaming<Req, Resp, M, F>(
     method: M,
 ) -> ResponseFuture
 where
-    Req: Message + Default + Send + 'static,
-    Resp: Message + Send + 'static,
+    Req: Message + Default + DeserializeOwned + Send + 'static,
+    Resp: Message + Serialize + Send + 'static,
     M: FnOnce(tonic::Request<Streaming<Req>>) -> F + Send + 'static,
     F: Future<Output = Result<tonic::Response<Resp>, Status>> + Send + 'static,
 {
@@ -72,8 +74,8 @@ pub fn streaming<Req, Resp, S, M, F>(
     method: M,
 ) -> ResponseFuture
 where
-    Req: Message + Default + Send + 'static,
-    Resp: Message + 'static,
+    Req: Message + Default + DeserializeOwned + Send + 'static,
+    Resp: Message + Serialize + 'static,
     S: Stream<Item = Result<Resp, Status>> + Send + 'static,
     M: FnOnce(tonic::Request<Streaming<Req>>) -> F + Send + 'static,
     F: Future<Output = Result<tonic::Response<S>, Status>> + Send + 'static,
@@ -101,8 +103,13 @@ where
     let (parts, body) = request.into_parts();
     let settings = &config.config;
     let encodings = settings.negotiate(&parts.headers)?;
-    let messages = Streaming::new(body, settings.max_receive_message_size, encodings.request)
-        .with_idle_timeout(settings.receive_idle_timeout);
+    let messages = Streaming::new(
+        body,
+        settings.max_receive_message_size,
+        encodings.request,
+        encodings.wire.format,
+    )
+    .with_idle_timeout(settings.receive_idle_timeout);
     let request = RequestHead::new(parts).into_request(messages);
     Ok((
         config.invoke(Contained::new(method(request))),
@@ -117,7 +124,7 @@ fn marshal_stream<Resp, S>(
     codec: ReplyCodec,
 ) -> http::Response<ResponseBody>
 where
-    Resp: Message + 'static,
+    Resp: Message + Serialize + 'static,
     S: Stream<Item = Result<Resp, Status>> + Send + 'static,
 {
     let (metadata, messages, mut extensions) = response.into_parts();
@@ -159,7 +166,7 @@ pin_project_lite::pin_project! {
 
 impl<S, Resp> Stream for EncodedReplies<S, Resp>
 where
-    Resp: Message,
+    Resp: Message + Serialize + 'static,
     S: Stream<Item = Result<Resp, Status>>,
 {
     type Item = Result<bytes::Bytes, Status>;
@@ -231,6 +238,7 @@ mod tests {
 
     fn codec(encoding: Option<CompressionEncoding>) -> ReplyCodec {
         ReplyCodec {
+            format: crate::protocol::Format::Proto,
             encoding,
             max_message_size: 4 * 1024 * 1024,
             announce: EncodingList::default(),

@@ -8,6 +8,8 @@
 use std::future::Future;
 
 use prost::Message;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use tonic::Status;
 
 use super::Contained;
@@ -20,6 +22,7 @@ use crate::body::{RequestBody, ResponseBody};
 use crate::codec::{self, Streaming};
 use crate::compression::{CompressionEncoding, MessageCompression, RequestCompressed};
 use crate::metadata::Trailers;
+use crate::protocol::Wire;
 use crate::status;
 
 /// Serves one unary call: decodes the request, calls `method`, encodes its reply.
@@ -32,8 +35,8 @@ pub fn unary<Req, Resp, M, F>(
     method: M,
 ) -> ResponseFuture
 where
-    Req: Message + Default + Send + 'static,
-    Resp: Message + Send + 'static,
+    Req: Message + Default + DeserializeOwned + Send + 'static,
+    Resp: Message + Serialize + Send + 'static,
     M: FnOnce(tonic::Request<Req>) -> F + Send + 'static,
     F: Future<Output = Result<tonic::Response<Resp>, Status>> + Send + 'static,
 {
@@ -54,7 +57,7 @@ pub(super) fn call_with_message<Req, T, M, F>(
     method: M,
 ) -> Invoked<T>
 where
-    Req: Message + Default + Send + 'static,
+    Req: Message + Default + DeserializeOwned + Send + 'static,
     T: Send + 'static,
     M: FnOnce(tonic::Request<Req>) -> F + Send + 'static,
     F: Future<Output = Result<tonic::Response<T>, Status>> + Send + 'static,
@@ -63,7 +66,12 @@ where
     let head = RequestHead::new(parts);
     let config = &method_config.config;
     let encodings = config.negotiate(&head.headers)?;
-    let decoded = unmarshal::<Req>(body, config.max_receive_message_size, encodings.request);
+    let decoded = unmarshal::<Req>(
+        body,
+        config.max_receive_message_size,
+        encodings.request,
+        encodings.wire,
+    );
     let reply = match decoded.into_ready() {
         Ok(Ok(decoded)) => method_config.invoke(Contained::new(method(decoded.into_request(head)))),
         Ok(Err(status)) => FastFuture::err(status),
@@ -75,18 +83,23 @@ where
     Ok((reply, encodings.reply))
 }
 
-/// Decodes the request at once when its body is complete. Otherwise reads the rest as a stream
-/// of frames (so an oversized frame is refused as soon as its header arrives) that must hold
-/// exactly one message.
-fn unmarshal<M: Message + Default + Send + 'static>(
+/// Decodes the request at once when its body is complete. Otherwise reads the rest: a bare
+/// message (Connect) up to the limit, or a stream of frames (so an oversized frame is refused
+/// as soon as its header arrives) that must hold exactly one message.
+fn unmarshal<M: Message + Default + DeserializeOwned + Send + 'static>(
     body: RequestBody,
     max_message_size: usize,
     encoding: Option<CompressionEncoding>,
+    wire: Wire,
 ) -> FastFuture<Decoded<M>, Status> {
     match body.into_complete() {
-        Ok(data) => FastFuture::ready(Decoded::new(data, max_message_size, encoding)),
+        Ok(data) => FastFuture::ready(Decoded::new(data, max_message_size, encoding, wire)),
+        Err(body) if wire.bare() => FastFuture::boxed(async move {
+            let data = codec::collect_bare(body, max_message_size).await?;
+            Decoded::new(data, max_message_size, encoding, wire)
+        }),
         Err(body) => FastFuture::boxed(async move {
-            let mut messages = Streaming::<M>::new(body, max_message_size, encoding);
+            let mut messages = Streaming::<M>::new(body, max_message_size, encoding, wire.format);
             let message = messages
                 .message()
                 .await?
@@ -109,14 +122,23 @@ struct Decoded<M> {
     compressed: Option<CompressionEncoding>,
 }
 
-impl<M: Message + Default> Decoded<M> {
+impl<M: Message + Default + DeserializeOwned + 'static> Decoded<M> {
     fn new(
         data: bytes::Bytes,
         max_message_size: usize,
         encoding: Option<CompressionEncoding>,
+        wire: Wire,
     ) -> Result<Self, Status> {
+        if wire.bare() {
+            // A bare message is compressed whenever the request names an encoding.
+            let message = codec::decode_bare(data, max_message_size, encoding, wire.format)?;
+            return Ok(Decoded {
+                message,
+                compressed: encoding,
+            });
+        }
         let compressed = encoding.filter(|_| data.first() == Some(&1));
-        let message = codec::decode_unary(data, max_message_size, encoding)?;
+        let message = codec::decode_unary(data, max_message_size, encoding, wire.format)?;
         Ok(Decoded {
             message,
             compressed,
@@ -133,7 +155,7 @@ impl<M: Message + Default> Decoded<M> {
 }
 
 /// Encodes a reply into the complete HTTP response: headers, one message, trailers.
-pub(super) fn marshal<M: Message>(
+pub(super) fn marshal<M: Message + Serialize + 'static>(
     response: tonic::Response<M>,
     codec: ReplyCodec,
 ) -> Result<http::Response<ResponseBody>, Status> {

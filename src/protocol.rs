@@ -1,0 +1,154 @@
+//! What a request speaks, read from its `content-type`: the protocol (gRPC, gRPC-Web, Connect)
+//! and the codec of its messages (protobuf or ProtoJSON).
+//!
+//! One function reads it, [`Wire::of`], for every layer that needs to know: the router
+//! (which protocol to serve and translate), the handler (how to decode and encode messages),
+//! the transports (how to answer on a call's behalf, as when its deadline passes first).
+
+use http::HeaderValue;
+use http::header::CONTENT_TYPE;
+
+/// The protocol of a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Protocol {
+    /// `application/grpc[+proto|+json]`.
+    #[default]
+    Grpc,
+    /// `application/grpc-web[+proto|+json]`: gRPC's framing, trailers in the body.
+    GrpcWeb,
+    /// `application/grpc-web-text[+proto|+json]`: the same, in base64.
+    GrpcWebText,
+    /// Connect's unary protocol, `application/proto` and `application/json`: the body is the
+    /// bare message, the status the HTTP status (and a JSON error body).
+    ConnectUnary,
+    /// Connect's streaming protocol, `application/connect+proto` and `+json`: enveloped
+    /// messages, the status in an end-of-stream message.
+    ConnectStream,
+}
+
+/// How messages are encoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Format {
+    /// Protobuf's binary encoding.
+    #[default]
+    Proto,
+    /// ProtoJSON, the canonical JSON mapping of proto3.
+    Json,
+}
+
+/// A request's protocol and message format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Wire {
+    pub(crate) protocol: Protocol,
+    pub(crate) format: Format,
+}
+
+impl Wire {
+    /// What a `content-type` names, `None` for one fastgrpc does not serve.
+    ///
+    /// Parameters after `;` (such as `charset=utf-8`) are allowed. A gRPC subtype other than
+    /// `proto` and `json` is read as protobuf, as it always was here.
+    pub(crate) fn of(content_type: Option<&HeaderValue>) -> Option<Wire> {
+        let value = content_type?.as_bytes();
+        let media = match value.iter().position(|&b| b == b';') {
+            Some(end) => value[..end].trim_ascii_end(),
+            None => value,
+        };
+        let wire = |protocol, format| Some(Wire { protocol, format });
+        if let Some(rest) = media.strip_prefix(b"application/grpc") {
+            let (protocol, subtype) = if let Some(rest) = rest.strip_prefix(b"-web-text") {
+                (Protocol::GrpcWebText, rest)
+            } else if let Some(rest) = rest.strip_prefix(b"-web") {
+                (Protocol::GrpcWeb, rest)
+            } else {
+                (Protocol::Grpc, rest)
+            };
+            return match subtype {
+                b"" | b"+proto" => wire(protocol, Format::Proto),
+                b"+json" => wire(protocol, Format::Json),
+                // gRPC-Web names no other codec fastgrpc has; gRPC's others stay protobuf.
+                _ if protocol == Protocol::Grpc && subtype.starts_with(b"+") => {
+                    wire(protocol, Format::Proto)
+                }
+                _ => None,
+            };
+        }
+        match media {
+            b"application/proto" => wire(Protocol::ConnectUnary, Format::Proto),
+            b"application/json" => wire(Protocol::ConnectUnary, Format::Json),
+            b"application/connect+proto" => wire(Protocol::ConnectStream, Format::Proto),
+            b"application/connect+json" => wire(Protocol::ConnectStream, Format::Json),
+            _ => None,
+        }
+    }
+
+    /// What the request whose headers are `headers` speaks; gRPC with protobuf when its
+    /// `content-type` names nothing fastgrpc serves (such a request is refused before it
+    /// reaches a handler, unless a service is called directly).
+    pub(crate) fn of_request(headers: &http::HeaderMap) -> Wire {
+        Wire::of(headers.get(CONTENT_TYPE)).unwrap_or_default()
+    }
+
+    /// Whether the request carries one bare message, not gRPC's length-prefixed frames.
+    pub(crate) fn bare(self) -> bool {
+        self.protocol == Protocol::ConnectUnary
+    }
+
+    /// Whether the protocol is one of Connect's.
+    pub(crate) fn is_connect(self) -> bool {
+        matches!(
+            self.protocol,
+            Protocol::ConnectUnary | Protocol::ConnectStream
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn of(value: &str) -> Option<Wire> {
+        Wire::of(Some(&HeaderValue::from_str(value).unwrap()))
+    }
+
+    #[test]
+    fn content_types_name_protocol_and_format() {
+        use Format::*;
+        use Protocol::*;
+        let cases = [
+            ("application/grpc", Grpc, Proto),
+            ("application/grpc+proto", Grpc, Proto),
+            ("application/grpc+json", Grpc, Json),
+            ("application/grpc;charset=utf-8", Grpc, Proto),
+            ("application/grpc+thrift", Grpc, Proto),
+            ("application/grpc-web", GrpcWeb, Proto),
+            ("application/grpc-web+proto", GrpcWeb, Proto),
+            ("application/grpc-web+json", GrpcWeb, Json),
+            ("application/grpc-web-text", GrpcWebText, Proto),
+            ("application/grpc-web-text+proto", GrpcWebText, Proto),
+            ("application/grpc-web-text+json", GrpcWebText, Json),
+            ("application/proto", ConnectUnary, Proto),
+            ("application/json", ConnectUnary, Json),
+            ("application/json; charset=utf-8", ConnectUnary, Json),
+            ("application/connect+proto", ConnectStream, Proto),
+            ("application/connect+json", ConnectStream, Json),
+        ];
+        for (value, protocol, format) in cases {
+            assert_eq!(of(value), Some(Wire { protocol, format }), "{value}");
+        }
+        for bad in [
+            "text/plain",
+            "application/grpcx",
+            "application/grpc-web+thrift",
+            "application/grpc-webx",
+            "application/jsonx",
+            "application/connect",
+            "application/connect+thrift",
+            "application/x-protobuf",
+            "",
+        ] {
+            assert_eq!(of(bad), None, "{bad}");
+        }
+        assert_eq!(Wire::of(None), None);
+    }
+}
