@@ -302,6 +302,27 @@ impl ResponseBody {
         })
     }
 
+    /// A body carrying `data` and nothing after it (no trailers): a Connect unary answer, or
+    /// a plain HTTP one.
+    pub(crate) fn whole(data: Bytes) -> Self {
+        Self::of(Kind::Unary {
+            message: Some(data),
+            trailers: None,
+        })
+    }
+
+    /// Takes the message and trailers of a body whose whole content is known (any that
+    /// [`unary`](Self::unary), [`whole`](Self::whole) or [`empty`](Self::empty) made), leaving
+    /// it empty; `None`, and the body as it was, for any other.
+    pub(crate) fn take_whole(&mut self) -> Option<(Option<Bytes>, Option<HeaderMap>)> {
+        match &mut self.kind {
+            Kind::Unary { message, trailers } if self.observed.is_none() => {
+                Some((message.take(), trailers.take()))
+            }
+            _ => None,
+        }
+    }
+
     fn of(kind: Kind) -> Self {
         ResponseBody {
             kind,

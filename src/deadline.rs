@@ -426,7 +426,14 @@ pub(crate) fn call_deadline<B>(
     request: &mut http::Request<B>,
     default_timeout: Option<Duration>,
 ) -> Result<Option<Deadline>, Status> {
-    let deadline = request_timeout(request.headers(), default_timeout)?.map(Deadline::after);
+    let timeout = match request_timeout(request.headers(), default_timeout) {
+        Ok(None) => return Ok(None),
+        // A Connect call's deadline is the router's to enforce, so that it is answered in
+        // Connect's form (`service::connect`); `grpc-timeout` is not Connect's header.
+        _ if crate::protocol::Wire::of_request(request.headers()).is_connect() => return Ok(None),
+        timeout => timeout?,
+    };
+    let deadline = timeout.map(Deadline::after);
     if let Some(deadline) = deadline {
         request.extensions_mut().insert(deadline);
     }

@@ -13,9 +13,35 @@ pub fn status(status: &Status) -> http::Response<ResponseBody> {
     response
 }
 
-/// The answer to a request whose `content-type` is not gRPC: HTTP 415, as the spec asks.
+/// Marks the answer to a path that names no service or method, which Connect answers 404.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct UnknownRoute;
+
+/// The trailers-only `UNIMPLEMENTED` answer for a path that names no service or method.
+pub(crate) fn unknown_route(message: String) -> http::Response<ResponseBody> {
+    let mut response = status(&Status::unimplemented(message));
+    response.extensions_mut().insert(UnknownRoute);
+    response
+}
+
+/// What the 415 answer says: what the server speaks, and how to ask.
+const UNSUPPORTED_MEDIA_TYPE_TEXT: &str = "This server speaks gRPC (application/grpc, \
+    application/grpc+json), gRPC-Web (application/grpc-web, application/grpc-web-text) and \
+    Connect (application/proto, application/json, application/connect+proto, \
+    application/connect+json): send a POST with one of these content types.\n";
+
+/// The answer to a request whose `content-type` names nothing the server speaks: HTTP 415, as
+/// gRPC's spec asks, with a short `text/plain` body saying what it does speak.
 pub(crate) fn unsupported_media_type() -> http::Response<ResponseBody> {
-    plain_http(http::StatusCode::UNSUPPORTED_MEDIA_TYPE)
+    let mut response = plain_http(http::StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    *response.body_mut() = ResponseBody::whole(bytes::Bytes::from_static(
+        UNSUPPORTED_MEDIA_TYPE_TEXT.as_bytes(),
+    ));
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
 }
 
 /// The answer to a gRPC request over HTTP/1.1, which gRPC cannot use (its status travels in

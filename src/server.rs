@@ -187,6 +187,7 @@ impl Builder {
     /// longer one, ends with `DEADLINE_EXCEEDED` after `timeout` (default: no limit).
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.default_timeout = Some(timeout);
+        self.router.set_default_timeout(Some(timeout));
         self
     }
 

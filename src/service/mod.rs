@@ -9,6 +9,7 @@
 // makes any `FastService` a tower `Service` too. Nothing here knows which transport or HTTP/2
 // engine carries a call.
 
+mod connect;
 mod dispatch;
 mod for_tonic;
 mod from_tower;
@@ -24,7 +25,7 @@ pub use self::from_tower::{BoxError, TowerService};
 pub use self::intercept::{
     AsyncInterceptor, CalledMethod, Intercepted, Interceptor, async_interceptor,
 };
-pub(crate) use self::router::{GrpcRouter, is_grpc_content_type};
+pub(crate) use self::router::GrpcRouter;
 pub use self::web::Cors;
 pub use crate::body::{RequestBody, ResponseBody};
 pub use crate::handler::ResponseFuture;

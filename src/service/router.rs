@@ -3,9 +3,8 @@
 
 use std::fmt;
 
-use tonic::Status;
-
 use super::FastService;
+use super::connect;
 use super::web::{self, Cors, Web};
 use crate::FastFuture;
 use crate::body::RequestBody;
@@ -13,8 +12,10 @@ use crate::handler::ResponseFuture;
 #[cfg(feature = "opentelemetry")]
 use crate::metrics::{CallMeter, Instruments, MethodMetrics};
 use crate::observe::Observed;
+use crate::protocol::{Protocol, Wire};
 use crate::status;
 use http::HeaderMap;
+use std::time::Duration;
 
 /// The services a server hosts, looked up by fully-qualified name (`package.Service`).
 #[derive(Default)]
@@ -26,6 +27,9 @@ pub(crate) struct GrpcRouter {
     /// gRFC A66's metrics, when the server has a meter provider.
     #[cfg(feature = "opentelemetry")]
     metrics: Option<Metrics>,
+    /// The server's own timeout, which the router enforces for Connect calls (the transports
+    /// do for gRPC's).
+    default_timeout: Option<Duration>,
 }
 
 /// A hosted service.
@@ -79,9 +83,9 @@ impl GrpcRouter {
         });
     }
 
-    /// Answers `request`: HTTP errors for requests that are neither gRPC nor gRPC-Web,
-    /// `UNIMPLEMENTED` for unknown services, the service's own answer otherwise. A gRPC-Web
-    /// call is served as gRPC and its answer translated back (`web`).
+    /// Answers `request`: HTTP errors for requests in no protocol the server speaks,
+    /// `UNIMPLEMENTED` for unknown services, the service's own answer otherwise. A gRPC-Web or
+    /// Connect call is served as gRPC and its answer translated back (`web`, `connect`).
     pub(crate) fn call(&self, request: http::Request<RequestBody>) -> ResponseFuture {
         let headers = request.headers();
         if request.method() != http::Method::POST {
@@ -93,12 +97,20 @@ impl GrpcRouter {
                 None => crate::response::method_not_allowed(),
             });
         }
-        let content_type = headers.get(http::header::CONTENT_TYPE);
-        if is_grpc_content_type(content_type) {
-            return self.serve(request);
-        }
-        let Some(web) = content_type.and_then(|value| Web::of(value.as_bytes())) else {
+        let Some(wire) = Wire::of(headers.get(http::header::CONTENT_TYPE)) else {
             return FastFuture::ok(crate::response::unsupported_media_type());
+        };
+        let web = match wire.protocol {
+            Protocol::Grpc => return self.serve(request),
+            Protocol::ConnectUnary => {
+                return connect::serve_unary(request, wire, self.default_timeout, |request| {
+                    self.serve(request)
+                });
+            }
+            Protocol::ConnectStream => {
+                return FastFuture::ok(crate::response::unsupported_media_type());
+            }
+            Protocol::GrpcWeb | Protocol::GrpcWebText => Web::of(wire),
         };
         // Computed now, while the request is at hand; empty (no allocation) for a call from
         // the server's own origin.
@@ -117,6 +129,11 @@ impl GrpcRouter {
     /// Who may call the gRPC-Web methods from pages of other origins.
     pub(crate) fn set_cors(&mut self, cors: Cors) {
         self.cors = cors;
+    }
+
+    /// The server's own timeout, for the calls whose deadline the router enforces.
+    pub(crate) fn set_default_timeout(&mut self, timeout: Option<Duration>) {
+        self.default_timeout = timeout;
     }
 
     /// Answers a gRPC request: the service's answer, or `UNIMPLEMENTED` for an unknown one;
@@ -154,10 +171,10 @@ fn serve_route(route: Option<&Route>, request: http::Request<RequestBody>) -> Re
         Some(route) => route.service.call(request),
         None => {
             let path = request.uri().path();
-            FastFuture::ok(crate::response::status(&Status::unimplemented(format!(
+            FastFuture::ok(crate::response::unknown_route(format!(
                 "service not found: {}",
                 status::excerpt(service_name(path).unwrap_or(path))
-            ))))
+            )))
         }
     }
 }
@@ -213,18 +230,9 @@ fn service_name(path: &str) -> Option<&str> {
     (!service.is_empty() && !method.is_empty() && !method.contains('/')).then_some(service)
 }
 
-/// `application/grpc`, optionally followed by `+format` or `;parameters`.
-pub(crate) fn is_grpc_content_type(value: Option<&http::HeaderValue>) -> bool {
-    let Some(rest) = value.and_then(|v| v.as_bytes().strip_prefix(b"application/grpc")) else {
-        return false;
-    };
-    matches!(rest.first(), None | Some(b'+' | b';'))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use http::HeaderValue;
 
     #[test]
     fn service_name_needs_exactly_service_and_method() {
@@ -243,31 +251,5 @@ mod tests {
         ] {
             assert_eq!(service_name(bad), None, "{bad:?}");
         }
-    }
-
-    #[test]
-    fn grpc_content_types() {
-        for good in [
-            "application/grpc",
-            "application/grpc+proto",
-            "application/grpc;charset=utf-8",
-        ] {
-            assert!(
-                is_grpc_content_type(Some(&HeaderValue::from_static(good))),
-                "{good}"
-            );
-        }
-        for bad in [
-            "application/json",
-            "application/grpcx",
-            "text/plain",
-            "application/grp",
-        ] {
-            assert!(
-                !is_grpc_content_type(Some(&HeaderValue::from_static(bad))),
-                "{bad}"
-            );
-        }
-        assert!(!is_grpc_content_type(None));
     }
 }

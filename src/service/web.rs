@@ -20,6 +20,7 @@ use http_body::{Body, Frame};
 use tonic::Status;
 
 use crate::body::{RequestBody, ResponseBody};
+use crate::protocol::{Format, Protocol, Wire};
 use crate::status;
 
 mod cors;
@@ -27,35 +28,41 @@ mod cors;
 pub use self::cors::Cors;
 pub(crate) use self::cors::origin;
 
-/// Which of gRPC-Web's encodings a call uses.
+/// Which of gRPC-Web's encodings a call uses, and its messages' format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Web {
-    /// `application/grpc-web` and `application/grpc-web+proto`: gRPC's framing as is.
-    Binary,
-    /// `application/grpc-web-text` and `application/grpc-web-text+proto`: the same, in base64.
-    Text,
+pub(crate) struct Web {
+    /// `application/grpc-web-text`: the body in base64.
+    text: bool,
+    /// `+proto` (or none) or `+json`.
+    format: Format,
 }
 
 /// The flag of the frame that carries the trailers.
 const TRAILERS_FLAG: u8 = 0x80;
 
 impl Web {
-    /// The gRPC-Web encoding a `content-type` names: `application/grpc-web` or
-    /// `application/grpc-web-text`, optionally followed by `+proto` or `;parameters`.
-    pub(crate) fn of(content_type: &[u8]) -> Option<Web> {
-        let rest = content_type.strip_prefix(b"application/grpc-web")?;
-        let (web, rest) = match rest.strip_prefix(b"-text") {
-            Some(rest) => (Web::Text, rest),
-            None => (Web::Binary, rest),
-        };
-        let plain = matches!(rest.first(), None | Some(b';'));
-        (plain || rest.starts_with(b"+proto")).then_some(web)
+    /// The gRPC-Web encoding of a request whose wire is gRPC-Web's.
+    pub(crate) fn of(wire: Wire) -> Web {
+        Web {
+            text: wire.protocol == Protocol::GrpcWebText,
+            format: wire.format,
+        }
     }
 
     fn content_type(self) -> HeaderValue {
-        match self {
-            Web::Binary => HeaderValue::from_static("application/grpc-web+proto"),
-            Web::Text => HeaderValue::from_static("application/grpc-web-text+proto"),
+        HeaderValue::from_static(match (self.text, self.format) {
+            (false, Format::Proto) => "application/grpc-web+proto",
+            (false, Format::Json) => "application/grpc-web+json",
+            (true, Format::Proto) => "application/grpc-web-text+proto",
+            (true, Format::Json) => "application/grpc-web-text+json",
+        })
+    }
+
+    /// The `content-type` of the request as gRPC.
+    fn grpc_content_type(self) -> HeaderValue {
+        match self.format {
+            Format::Proto => status::GRPC_CONTENT_TYPE,
+            Format::Json => status::GRPC_JSON_CONTENT_TYPE,
         }
     }
 
@@ -66,12 +73,11 @@ impl Web {
         request: http::Request<RequestBody>,
     ) -> Result<http::Request<RequestBody>, Status> {
         let (mut parts, body) = request.into_parts();
-        parts
-            .headers
-            .insert(CONTENT_TYPE, status::GRPC_CONTENT_TYPE);
-        let body = match self {
-            Web::Binary => body,
-            Web::Text => match body.into_complete() {
+        parts.headers.insert(CONTENT_TYPE, self.grpc_content_type());
+        let body = if !self.text {
+            body
+        } else {
+            match body.into_complete() {
                 Ok(text) => {
                     let mut decoder = Base64Decoder::default();
                     let decoded = decoder.decode(&text)?;
@@ -82,7 +88,7 @@ impl Web {
                     inner: body,
                     decoder: Base64Decoder::default(),
                 }),
-            },
+            }
         };
         Ok(http::Request::from_parts(parts, body))
     }
@@ -124,9 +130,10 @@ impl WebBody {
     /// `data` as sent: as is, or in base64 (each frame padded on its own, as gRPC-Web clients
     /// expect).
     fn encoded(&self, data: Bytes) -> Bytes {
-        match self.web {
-            Web::Binary => data,
-            Web::Text => Bytes::from(BASE64.encode(&data)),
+        if self.web.text {
+            Bytes::from(BASE64.encode(&data))
+        } else {
+            data
         }
     }
 }
@@ -265,18 +272,33 @@ mod tests {
     use super::*;
 
     #[test]
-    fn content_types() {
-        for (value, web) in [
-            ("application/grpc-web", Some(Web::Binary)),
-            ("application/grpc-web+proto", Some(Web::Binary)),
-            ("application/grpc-web;charset=utf-8", Some(Web::Binary)),
-            ("application/grpc-web-text", Some(Web::Text)),
-            ("application/grpc-web-text+proto", Some(Web::Text)),
-            ("application/grpc-web+json", None),
-            ("application/grpc-webx", None),
-            ("application/grpc", None),
+    fn answers_name_the_request_s_encoding_and_format() {
+        for (request, answer, grpc) in [
+            (
+                "application/grpc-web",
+                "application/grpc-web+proto",
+                "application/grpc",
+            ),
+            (
+                "application/grpc-web+json",
+                "application/grpc-web+json",
+                "application/grpc+json",
+            ),
+            (
+                "application/grpc-web-text",
+                "application/grpc-web-text+proto",
+                "application/grpc",
+            ),
+            (
+                "application/grpc-web-text+json",
+                "application/grpc-web-text+json",
+                "application/grpc+json",
+            ),
         ] {
-            assert_eq!(Web::of(value.as_bytes()), web, "{value}");
+            let wire = Wire::of(Some(&HeaderValue::from_static(request))).unwrap();
+            let web = Web::of(wire);
+            assert_eq!(web.content_type(), answer);
+            assert_eq!(web.grpc_content_type(), grpc);
         }
     }
 

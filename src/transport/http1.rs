@@ -25,8 +25,8 @@ use super::{Started, panic_response, start_call};
 use crate::body::{RequestBody, ResponseBody};
 use crate::deadline;
 use crate::handler::ResponseFuture;
+use crate::protocol::{Protocol, Wire};
 use crate::server::Shared;
-use crate::service::is_grpc_content_type;
 
 /// Serves `io` over HTTP/1.1 until the peer closes it, or, once `shutdown` fires, until the
 /// request in progress (if any) is answered or the drain grace runs out.
@@ -114,6 +114,26 @@ impl Future for Answer {
     }
 }
 
+/// The most of a refused request's body read (and dropped) before the refusal is sent; past
+/// it the refusal goes out anyway, and hyper closes the connection.
+const MAX_DRAINED: usize = 4 * 1024 * 1024;
+
+/// `refusal`, once `body` has ended (or `MAX_DRAINED` of it has been read).
+async fn drained(
+    mut body: Incoming,
+    refusal: http::Response<ResponseBody>,
+) -> Result<http::Response<ResponseBody>, Infallible> {
+    use http_body::Body as _;
+    let mut read = 0;
+    while read <= MAX_DRAINED {
+        match std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
+            Some(Ok(frame)) => read += frame.data_ref().map_or(0, bytes::Bytes::len),
+            Some(Err(_)) | None => break,
+        }
+    }
+    Ok(refusal)
+}
+
 fn answer(
     shared: &Shared,
     connect_info: Option<&ConnectInfo>,
@@ -124,8 +144,23 @@ fn answer(
         deadline: None,
     };
     // The router's own test, so both transports agree on what gRPC is.
-    if is_grpc_content_type(request.headers().get(http::header::CONTENT_TYPE)) {
-        return ready(crate::response::http_version_not_supported());
+    // Refused at once, but only once the request's body is read: hyper would close the
+    // connection under a client still sending it, which then sees a broken pipe, not the answer.
+    let refusal = match Wire::of(request.headers().get(http::header::CONTENT_TYPE)) {
+        // The router's own test, so both transports agree on what gRPC is.
+        Some(wire) if wire.protocol == Protocol::Grpc => {
+            Some(crate::response::http_version_not_supported())
+        }
+        None if request.method() == http::Method::POST => {
+            Some(crate::response::unsupported_media_type())
+        }
+        _ => None,
+    };
+    if let Some(refusal) = refusal {
+        return Answer {
+            response: ResponseFuture::boxed(drained(request.into_body(), refusal)),
+            deadline: None,
+        };
     }
     let deadline = match deadline::call_deadline(&mut request, shared.default_timeout) {
         Ok(deadline) => deadline,
