@@ -3,12 +3,14 @@
 //! the interop cases, metrics, `map_async`.
 
 mod compression;
+mod connect;
 mod deadlines;
 mod grpc_web;
 mod interop;
 mod map_async_props;
 mod metrics;
 mod middleware;
+mod protojson;
 mod streaming;
 mod tonic_compat;
 mod unary;

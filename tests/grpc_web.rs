@@ -230,7 +230,13 @@ async fn bad_text_bodies_get_internal_and_other_content_types_415() {
     let truncated = Bytes::from_static(b"\0\0\0\0\x10abc");
     let response = web_call(&server, "UnaryCall", "application/grpc-web", truncated).await;
     assert_eq!(response.grpc_status(), Some("13"), "{response:?}");
-    let response = web_call(&server, "UnaryCall", "application/grpc-web+json", sized(1)).await;
+    let response = web_call(
+        &server,
+        "UnaryCall",
+        "application/grpc-web+thrift",
+        sized(1),
+    )
+    .await;
     assert_eq!(response.status, http::StatusCode::UNSUPPORTED_MEDIA_TYPE);
     server.stop().await;
 }

@@ -163,12 +163,55 @@ async fn the_readme_example_builds_and_answers() {
         .expect("the README's server answers")
         .into_inner();
     assert_eq!(reply.message, "Hello Ferris!");
+    curl_as_the_readme_shows().await;
     assert!(
         server.0.try_wait().unwrap().is_none(),
         "the answer came from the README's server, which is still running"
     );
     drop(server);
     let _ = std::fs::remove_dir_all(&sandbox);
+}
+
+/// The README's curl line (JSON over the Connect protocol, HTTP/1.1), sent as curl sends it to
+/// the server on 127.0.0.1:50051, answers what the README's comment under it says.
+async fn curl_as_the_readme_shows() {
+    let readme = std::fs::read_to_string(repository().join("README.md")).unwrap();
+    let block = readme
+        .split("```")
+        .find(|block| block.contains("curl "))
+        .expect("the README shows a curl line");
+    let line = block.replace("\\\n", " ");
+    let between = |start: &str| {
+        let rest = &line[line
+            .find(start)
+            .unwrap_or_else(|| panic!("{start} in {line}"))
+            + start.len()..];
+        rest[..rest.find('\'').unwrap()].to_owned()
+    };
+    let header = between("-H '");
+    let (name, value) = header.split_once(": ").unwrap();
+    assert_eq!(name, "content-type");
+    let body = between("-d '");
+    let url = line
+        .split_whitespace()
+        .find(|word| word.starts_with("http://127.0.0.1:50051/"))
+        .expect("the curl line's URL");
+    let path = &url["http://127.0.0.1:50051".len()..];
+    let expected = line
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("# "))
+        .expect("the answer, in a comment under the curl line");
+    let request = support::http1::request(
+        "POST",
+        path,
+        value,
+        &[("connection", "close")],
+        body.as_bytes(),
+    );
+    let raw = support::http1::exchange("127.0.0.1:50051".parse().unwrap(), &request).await;
+    let response = support::http1::responses(&raw).remove(0);
+    assert_eq!(response.status, 200, "{response:?}");
+    assert_eq!(std::str::from_utf8(&response.body).unwrap(), expected);
 }
 
 #[test]

@@ -186,11 +186,20 @@ async fn non_grpc_content_type_is_http_415() {
         server.addr,
         http::Method::POST,
         "/helloworld.Greeter/SayHello",
-        &[("content-type", "application/json")],
+        &[("content-type", "text/plain")],
         body.clone(),
     )
     .await;
     assert_eq!(response.status, http::StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    let text = std::str::from_utf8(&response.body).unwrap();
+    assert!(
+        text.contains("application/grpc") && text.contains("application/json"),
+        "the answer says what the server speaks: {text}"
+    );
+    assert_eq!(
+        response.headers["content-type"],
+        "text/plain; charset=utf-8"
+    );
 
     let missing = raw_request(
         server.addr,

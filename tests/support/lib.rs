@@ -462,6 +462,7 @@ pub fn decompressed(encoding: fastgrpc::CompressionEncoding, payload: &[u8]) -> 
 
 pub mod alloc;
 pub mod futures;
+pub mod http1;
 
 /// Waits until `condition` holds, checking every millisecond; fails, naming `what`, after 10 s.
 /// For what a test cannot be told of directly (a count on the server, a file appearing).

@@ -1,0 +1,554 @@
+//! The Connect protocol's unary calls, and JSON over gRPC and gRPC-Web, on the same port and
+//! handlers as gRPC: proto and JSON over HTTP/2 and HTTP/1.1, errors as HTTP statuses with
+//! JSON bodies, metadata as headers and `trailer-` headers, `connect-timeout-ms`, compression,
+//! and bad input answered clearly with the connection going on.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use fastgrpc::{
+    Code, CompressionEncoding, FastFuture, Request, Response, RpcFuture, Server, Status,
+};
+use prost::Message;
+use serde_json::{Value, json};
+use support::pb::grpc_testing::test_service_server::{TestService, TestServiceServer};
+use support::pb::grpc_testing::{SimpleRequest, SimpleResponse};
+use support::pb::jsontest::json_test_server::{JsonTest, JsonTestServer};
+use support::pb::jsontest::{Scalars, WellKnown};
+use support::{RawResponse, TestServer, frame, raw_request};
+
+/// `UnaryCall` answers a payload of `response_size` zero bytes, with `x-echo` metadata
+/// echoed as a header and `x-trailer` trailing metadata; or the status `response_status` asks
+/// for (with details if its message is `details`); or, with `fill_username`, never; or, with
+/// `fill_oauth_scope`, it panics.
+struct Probe;
+
+impl TestService for Probe {
+    support::boxed_reply_streams!();
+
+    async fn unary_call(
+        &self,
+        request: Request<SimpleRequest>,
+    ) -> Result<Response<SimpleResponse>, Status> {
+        let echo = request.metadata().get("x-echo").cloned();
+        let request = request.into_inner();
+        if let Some(status) = request.response_status {
+            if status.message == "details" {
+                return Err(Status::with_details(
+                    Code::from(status.code),
+                    "with details",
+                    Bytes::from(details()),
+                ));
+            }
+            return Err(Status::new(status.code.into(), status.message));
+        }
+        if request.fill_username {
+            std::future::pending::<()>().await;
+        }
+        assert!(!request.fill_oauth_scope, "asked to panic");
+        let mut response = Response::new(SimpleResponse {
+            payload: Some(support::zeros(request.response_size)),
+            ..Default::default()
+        });
+        if let Some(echo) = echo {
+            response.metadata_mut().insert("x-echo", echo);
+        }
+        let mut trailers = tonic::metadata::MetadataMap::new();
+        trailers.insert("x-trailer", "t".parse().unwrap());
+        trailers.insert_bin(
+            "x-raw-bin",
+            tonic::metadata::MetadataValue::from_bytes(&[0, 1, 2]),
+        );
+        response
+            .extensions_mut()
+            .insert(fastgrpc::Trailers(trailers));
+        Ok(response)
+    }
+}
+
+/// An encoded `google.rpc.Status` with one detail, as `tonic-types` builds them.
+fn details() -> Vec<u8> {
+    #[derive(Clone, PartialEq, prost::Message)]
+    struct RpcStatus {
+        #[prost(int32, tag = "1")]
+        code: i32,
+        #[prost(string, tag = "2")]
+        message: String,
+        #[prost(message, repeated, tag = "3")]
+        details: Vec<fastgrpc::types::Any>,
+    }
+    RpcStatus {
+        code: 5,
+        message: "with details".into(),
+        details: vec![fastgrpc::types::Any {
+            type_url: "type.googleapis.com/google.rpc.ErrorInfo".into(),
+            value: vec![0x0a, 0x02, b'h', b'i'],
+        }],
+    }
+    .encode_to_vec()
+}
+
+/// Echoes what it is sent.
+struct Echo;
+
+impl JsonTest for Echo {
+    fn echo(&self, request: Request<Scalars>) -> impl RpcFuture<Scalars> {
+        FastFuture::ok(Response::new(request.into_inner()))
+    }
+
+    fn echo_well_known(&self, request: Request<WellKnown>) -> impl RpcFuture<WellKnown> {
+        FastFuture::ok(Response::new(request.into_inner()))
+    }
+
+    fn ping(&self, _: Request<()>) -> impl RpcFuture<()> {
+        FastFuture::ok(Response::new(()))
+    }
+}
+
+async fn server(builder: fastgrpc::Builder) -> TestServer {
+    TestServer::start(
+        builder
+            .add_service(TestServiceServer::new(Probe).accept_compressed(CompressionEncoding::Gzip))
+            .add_service(JsonTestServer::new(Echo)),
+    )
+    .await
+}
+
+const UNARY: &str = "/grpc.testing.TestService/UnaryCall";
+
+/// A Connect unary POST over HTTP/2.
+async fn post(
+    server: &TestServer,
+    path: &str,
+    content_type: &str,
+    extra: &[(&str, &str)],
+    body: impl Into<Bytes>,
+) -> RawResponse {
+    let mut headers = vec![("content-type", content_type)];
+    headers.extend_from_slice(extra);
+    raw_request(server.addr, http::Method::POST, path, &headers, body.into()).await
+}
+
+/// A Connect unary POST of `json` over HTTP/2.
+async fn post_json(server: &TestServer, path: &str, json: Value) -> RawResponse {
+    post(server, path, "application/json", &[], json.to_string()).await
+}
+
+fn body_json(response: &RawResponse) -> Value {
+    serde_json::from_slice(&response.body).unwrap_or_else(|error| panic!("{error}: {response:?}"))
+}
+
+/// The JSON error a failed Connect call answers, checked to have Connect's content type.
+fn error_of(response: &RawResponse) -> Value {
+    assert_eq!(
+        response.headers["content-type"], "application/json",
+        "{response:?}"
+    );
+    assert!(
+        response.trailers.is_none(),
+        "no HTTP trailers: {response:?}"
+    );
+    body_json(response)
+}
+
+#[tokio::test]
+async fn unary_calls_in_proto_and_json_are_answered_over_http2() {
+    let server = server(Server::builder()).await;
+    let request = SimpleRequest {
+        response_size: 3,
+        ..Default::default()
+    };
+    let response = post(
+        &server,
+        UNARY,
+        "application/proto",
+        &[],
+        request.encode_to_vec(),
+    )
+    .await;
+    assert_eq!(response.status, 200, "{response:?}");
+    assert_eq!(response.headers["content-type"], "application/proto");
+    let reply = SimpleResponse::decode(response.body.clone()).unwrap();
+    assert_eq!(reply.payload.unwrap().body.len(), 3);
+    assert!(
+        response.trailers.is_none(),
+        "Connect sends no HTTP trailers"
+    );
+
+    let response = post_json(&server, UNARY, json!({ "responseSize": 3 })).await;
+    assert_eq!(response.status, 200, "{response:?}");
+    assert_eq!(response.headers["content-type"], "application/json");
+    assert_eq!(
+        body_json(&response),
+        json!({ "payload": { "body": "AAAA" } })
+    );
+
+    // connect-protocol-version: 1 is accepted, as is its absence (above); another is not.
+    let versioned = [("connect-protocol-version", "1")];
+    let response = post(&server, UNARY, "application/json", &versioned, "{}").await;
+    assert_eq!(response.status, 200, "{response:?}");
+    let response = post(
+        &server,
+        UNARY,
+        "application/json",
+        &[("connect-protocol-version", "2")],
+        "{}",
+    )
+    .await;
+    assert_eq!(response.status, 400);
+    assert_eq!(error_of(&response)["code"], "invalid_argument");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn unary_calls_in_proto_and_json_are_answered_over_http1() {
+    let server = server(Server::builder()).await;
+    let body = json!({ "responseSize": 2 }).to_string();
+    let request = support::http1::request(
+        "POST",
+        UNARY,
+        "application/json",
+        &[("connection", "close"), ("x-echo", "over 1.1")],
+        body.as_bytes(),
+    );
+    let raw = support::http1::exchange(server.addr, &request).await;
+    let response = support::http1::responses(&raw).remove(0);
+    assert_eq!(response.status, 200, "{response:?}");
+    assert_eq!(response.header("content-type"), Some("application/json"));
+    assert_eq!(response.header("x-echo"), Some("over 1.1"));
+    assert_eq!(response.header("trailer-x-trailer"), Some("t"));
+    let reply: Value = serde_json::from_slice(&response.body).unwrap();
+    assert_eq!(reply, json!({ "payload": { "body": "AAA=" } }));
+
+    let proto = SimpleRequest {
+        response_size: 1,
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let request = support::http1::request(
+        "POST",
+        UNARY,
+        "application/proto",
+        &[("connection", "close")],
+        &proto,
+    );
+    let raw = support::http1::exchange(server.addr, &request).await;
+    let response = support::http1::responses(&raw).remove(0);
+    assert_eq!(response.status, 200, "{response:?}");
+    let reply = SimpleResponse::decode(&response.body[..]).unwrap();
+    assert_eq!(reply.payload.unwrap().body.len(), 1);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn metadata_goes_out_as_headers_and_trailing_metadata_as_trailer_headers() {
+    let server = server(Server::builder()).await;
+    let response = post(
+        &server,
+        UNARY,
+        "application/json",
+        &[("x-echo", "hello")],
+        "{}",
+    )
+    .await;
+    assert_eq!(response.status, 200, "{response:?}");
+    assert_eq!(response.headers["x-echo"], "hello");
+    assert_eq!(response.headers["trailer-x-trailer"], "t");
+    assert_eq!(response.headers["trailer-x-raw-bin"], "AAEC");
+    for name in response.headers.keys() {
+        assert!(
+            !name.as_str().starts_with("grpc-"),
+            "{name} leaked: {response:?}"
+        );
+    }
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn errors_are_the_http_status_and_a_json_body_with_code_message_and_details() {
+    let server = server(Server::builder()).await;
+    for (code, http, name) in [
+        (5, 404, "not_found"),
+        (3, 400, "invalid_argument"),
+        (7, 403, "permission_denied"),
+        (8, 429, "resource_exhausted"),
+        (14, 503, "unavailable"),
+        (16, 401, "unauthenticated"),
+        (1, 499, "canceled"),
+        (12, 501, "unimplemented"),
+    ] {
+        let request = json!({ "responseStatus": { "code": code, "message": "no ☺" } });
+        let response = post_json(&server, UNARY, request).await;
+        assert_eq!(response.status, http, "{name}: {response:?}");
+        let error = error_of(&response);
+        assert_eq!(error, json!({ "code": name, "message": "no ☺" }));
+    }
+    let request = json!({ "responseStatus": { "code": 5, "message": "details" } });
+    let response = post_json(&server, UNARY, request).await;
+    assert_eq!(
+        error_of(&response),
+        json!({
+            "code": "not_found",
+            "message": "with details",
+            "details": [{ "type": "google.rpc.ErrorInfo", "value": "CgJoaQ" }],
+        })
+    );
+    // A panic in the handler is `internal`, and the connection goes on (a fresh one here).
+    let response = post_json(&server, UNARY, json!({ "fillOauthScope": true })).await;
+    assert_eq!(response.status, 500);
+    assert_eq!(error_of(&response)["code"], "internal");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn unknown_routes_are_404_with_an_unimplemented_body() {
+    let server = server(Server::builder()).await;
+    for path in ["/grpc.testing.TestService/Nope", "/no.Such/Service"] {
+        let response = post_json(&server, path, json!({})).await;
+        assert_eq!(response.status, 404, "{path}: {response:?}");
+        assert_eq!(error_of(&response)["code"], "unimplemented");
+    }
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn connect_timeout_ms_sets_the_deadline_and_a_malformed_one_is_refused() {
+    let server = server(Server::builder()).await;
+    let hang = json!({ "fillUsername": true }).to_string();
+    let started = std::time::Instant::now();
+    let response = post(
+        &server,
+        UNARY,
+        "application/json",
+        &[("connect-timeout-ms", "50")],
+        hang.clone(),
+    )
+    .await;
+    assert_eq!(response.status, 504, "{response:?}");
+    assert_eq!(error_of(&response)["code"], "deadline_exceeded");
+    assert!(started.elapsed() >= Duration::from_millis(50));
+    for bad in ["", "abc", "-1", "12345678901", "1.5"] {
+        let response = post(
+            &server,
+            UNARY,
+            "application/json",
+            &[("connect-timeout-ms", bad)],
+            "{}",
+        )
+        .await;
+        assert_eq!(response.status, 400, "{bad:?}: {response:?}");
+        assert_eq!(error_of(&response)["code"], "invalid_argument");
+    }
+    // A ready call within its deadline is answered as usual.
+    let response = post(
+        &server,
+        UNARY,
+        "application/json",
+        &[("connect-timeout-ms", "10000")],
+        "{}",
+    )
+    .await;
+    assert_eq!(response.status, 200, "{response:?}");
+    server.stop().await;
+
+    // The server's own timeout is answered in Connect's form too.
+    let timed = self::server(Server::builder().timeout(Duration::from_millis(50))).await;
+    let response = post(&timed, UNARY, "application/json", &[], hang).await;
+    assert_eq!(response.status, 504, "{response:?}");
+    assert_eq!(error_of(&response)["code"], "deadline_exceeded");
+    timed.stop().await;
+}
+
+#[tokio::test]
+async fn content_encoding_and_accept_encoding_negotiate_compression() {
+    let server = TestServer::start(
+        Server::builder().add_service(
+            TestServiceServer::new(Probe)
+                .accept_compressed(CompressionEncoding::Gzip)
+                .send_compressed(CompressionEncoding::Gzip),
+        ),
+    )
+    .await;
+    let json = json!({ "responseSize": 100 }).to_string();
+    let gzipped = support::compressed_frame(CompressionEncoding::Gzip, json.as_bytes()).slice(5..);
+    let response = post(
+        &server,
+        UNARY,
+        "application/json",
+        &[("content-encoding", "gzip"), ("accept-encoding", "gzip")],
+        gzipped,
+    )
+    .await;
+    assert_eq!(response.status, 200, "{response:?}");
+    assert_eq!(response.headers["content-encoding"], "gzip");
+    let reply = support::decompressed(CompressionEncoding::Gzip, &response.body);
+    let reply: Value = serde_json::from_slice(&reply).unwrap();
+    assert_eq!(reply["payload"]["body"].as_str().unwrap().len(), 136);
+
+    // Without accept-encoding the reply is plain.
+    let response = post(&server, UNARY, "application/json", &[], json.clone()).await;
+    assert!(response.headers.get("content-encoding").is_none());
+    body_json(&response);
+
+    // An encoding the server does not accept is `unimplemented`, naming what it accepts.
+    let response = post(
+        &server,
+        UNARY,
+        "application/json",
+        &[("content-encoding", "br")],
+        json,
+    )
+    .await;
+    assert_eq!(response.status, 501, "{response:?}");
+    assert_eq!(error_of(&response)["code"], "unimplemented");
+    assert!(
+        response.headers["accept-encoding"]
+            .to_str()
+            .unwrap()
+            .contains("gzip")
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn bad_json_is_invalid_argument_and_the_connection_goes_on() {
+    let server = server(Server::builder()).await;
+    let mut client = support::h2_client(&server, 65_535).await;
+    let cases = [
+        "{nope",
+        r#"{"responseSize": "many"}"#,
+        r#"{"responseSize": 1, "noSuchField": 2}"#,
+        "[]",
+        "",
+    ];
+    for body in cases {
+        let request = http::Request::post(format!("{}{UNARY}", server.url()))
+            .header("content-type", "application/json")
+            .body(())
+            .unwrap();
+        let (response, mut send) = client.send_request(request, false).unwrap();
+        send.send_data(Bytes::from(body), true).unwrap();
+        let response = response.await.unwrap();
+        assert_eq!(response.status(), 400, "{body:?}");
+        let mut body_stream = response.into_body();
+        let mut answer = Vec::new();
+        while let Some(chunk) = body_stream.data().await {
+            answer.extend_from_slice(&chunk.unwrap());
+        }
+        let error: Value = serde_json::from_slice(&answer).unwrap();
+        assert_eq!(error["code"], "invalid_argument", "{body:?}: {error}");
+    }
+    // The same connection still serves a good call.
+    let request = http::Request::post(format!("{}{UNARY}", server.url()))
+        .header("content-type", "application/json")
+        .body(())
+        .unwrap();
+    let (response, mut send) = client.send_request(request, false).unwrap();
+    send.send_data(Bytes::from_static(b"{}"), true).unwrap();
+    assert_eq!(response.await.unwrap().status(), 200);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn an_oversized_message_is_resource_exhausted() {
+    let server = TestServer::start(
+        Server::builder().add_service(TestServiceServer::new(Probe).max_decoding_message_size(64)),
+    )
+    .await;
+    let big = json!({ "payload": { "body": "A".repeat(200) } });
+    let response = post_json(&server, UNARY, big).await;
+    assert_eq!(response.status, 429, "{response:?}");
+    assert_eq!(error_of(&response)["code"], "resource_exhausted");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn google_protobuf_empty_is_the_empty_object() {
+    let server = server(Server::builder()).await;
+    let response = post_json(&server, "/jsontest.JsonTest/Ping", json!({})).await;
+    assert_eq!(response.status, 200, "{response:?}");
+    assert_eq!(body_json(&response), json!({}));
+    let response = post(
+        &server,
+        "/jsontest.JsonTest/Ping",
+        "application/proto",
+        &[],
+        Bytes::new(),
+    )
+    .await;
+    assert_eq!(response.status, 200, "{response:?}");
+    assert!(response.body.is_empty());
+    let response = post_json(&server, "/jsontest.JsonTest/Ping", json!({ "x": 1 })).await;
+    assert_eq!(response.status, 400, "{response:?}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn json_rides_grpc_and_grpc_web_too() {
+    let server = server(Server::builder()).await;
+    let message = json!({ "s": "hi", "i64": "-5", "color": "COLOR_RED" });
+    let response = post(
+        &server,
+        "/jsontest.JsonTest/Echo",
+        "application/grpc+json",
+        &[("te", "trailers")],
+        frame(message.to_string().as_bytes()),
+    )
+    .await;
+    assert_eq!(response.grpc_status(), Some("0"), "{response:?}");
+    assert_eq!(response.headers["content-type"], "application/grpc+json");
+    let echoed: Value = serde_json::from_slice(&response.body[5..]).unwrap();
+    assert_eq!(echoed, message);
+
+    let response = post(
+        &server,
+        "/jsontest.JsonTest/Echo",
+        "application/grpc-web+json",
+        &[],
+        frame(message.to_string().as_bytes()),
+    )
+    .await;
+    assert_eq!(
+        response.headers["content-type"],
+        "application/grpc-web+json"
+    );
+    let frames = support::web::frames(&response.body);
+    assert_eq!(frames.len(), 2, "{response:?}");
+    let echoed: Value = serde_json::from_slice(&frames[0].1).unwrap();
+    assert_eq!(echoed, message);
+
+    // Bad JSON in a gRPC frame is INVALID_ARGUMENT.
+    let response = post(
+        &server,
+        "/jsontest.JsonTest/Echo",
+        "application/grpc+json",
+        &[("te", "trailers")],
+        frame(b"{\"nope\":1}"),
+    )
+    .await;
+    assert_eq!(response.grpc_status(), Some("3"), "{response:?}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_refused_http1_request_is_read_before_the_answer() {
+    let server = server(Server::builder()).await;
+    // Larger than a socket buffer: the server must read it all for the client to finish
+    // writing and then read the answer (the next request on the connection too).
+    let body = vec![b'x'; 4 << 20];
+    let mut bytes = support::http1::request("POST", UNARY, "text/plain", &[], &body);
+    bytes.extend(support::http1::request(
+        "POST",
+        UNARY,
+        "application/json",
+        &[("connection", "close")],
+        b"{}",
+    ));
+    let raw = support::http1::exchange(server.addr, &bytes).await;
+    let responses = support::http1::responses(&raw);
+    assert_eq!(responses.len(), 2, "both answered on one connection");
+    assert_eq!(responses[0].status, 415);
+    assert!(String::from_utf8_lossy(&responses[0].body).contains("Connect"));
+    assert_eq!(responses[1].status, 200);
+    server.stop().await;
+}
