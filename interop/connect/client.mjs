@@ -1,0 +1,176 @@
+// The Connect project's Node client (@connectrpc/connect-node 2.1.1) against
+// examples/interop_server: every transport it has (Connect, gRPC, gRPC-Web), in binary and
+// JSON, over HTTP/1.1 and HTTP/2 where the protocol allows, through the same cases.
+//
+//   node client.mjs PORT
+//
+// Prints one line per case and transport, and `N passed, N failed` at the end; exits 1 on any
+// failure. Loopback only; every call has a timeout.
+
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import {
+  createConnectTransport,
+  createGrpcTransport,
+  createGrpcWebTransport,
+} from "@connectrpc/connect-node";
+import { TestService } from "./gen/grpc/testing/test_pb.js";
+
+const port = process.argv[2];
+if (!port) {
+  console.error("usage: node client.mjs PORT");
+  process.exit(2);
+}
+const baseUrl = `http://127.0.0.1:${port}`;
+
+// Every transport the client has, with what each protocol supports (gRPC needs HTTP/2).
+const transports = [];
+for (const useBinaryFormat of [true, false]) {
+  const format = useBinaryFormat ? "proto" : "json";
+  for (const httpVersion of ["1.1", "2"]) {
+    transports.push({
+      name: `connect+${format} over HTTP/${httpVersion}`,
+      protocol: "connect",
+      transport: createConnectTransport({ baseUrl, httpVersion, useBinaryFormat }),
+    });
+    transports.push({
+      name: `grpc-web+${format} over HTTP/${httpVersion}`,
+      protocol: "grpc-web",
+      transport: createGrpcWebTransport({ baseUrl, httpVersion, useBinaryFormat }),
+    });
+  }
+  transports.push({
+    name: `grpc+${format} over HTTP/2`,
+    protocol: "grpc",
+    transport: createGrpcTransport({ baseUrl, useBinaryFormat }),
+  });
+}
+
+function check(condition, what) {
+  if (!condition) throw new Error(what);
+}
+
+const options = { timeoutMs: 10_000 };
+
+// The cases: each takes a client and the transport's protocol; `streams` marks those that
+// need a protocol with streaming (not yet Connect's).
+const cases = [
+  {
+    name: "empty_unary",
+    async run(client) {
+      const reply = await client.emptyCall({}, options);
+      check(reply !== undefined, "an empty reply");
+    },
+  },
+  {
+    name: "large_unary",
+    async run(client) {
+      const reply = await client.unaryCall(
+        { responseSize: 314159, payload: { body: new Uint8Array(271828) } },
+        options,
+      );
+      check(reply.payload?.body.length === 314159, `reply of ${reply.payload?.body.length} bytes`);
+    },
+  },
+  {
+    name: "custom_metadata",
+    async run(client) {
+      const headers = new Headers({
+        "x-grpc-test-echo-initial": "test_initial_metadata_value",
+        "x-grpc-test-echo-trailing-bin": "q6ur",
+      });
+      let header, trailer;
+      await client.unaryCall(
+        { responseSize: 1, payload: { body: new Uint8Array(1) } },
+        {
+          ...options,
+          headers,
+          onHeader: (h) => (header = h),
+          onTrailer: (t) => (trailer = t),
+        },
+      );
+      check(
+        header?.get("x-grpc-test-echo-initial") === "test_initial_metadata_value",
+        `initial metadata: ${[...(header ?? [])]}`,
+      );
+      const trailing = trailer?.get("x-grpc-test-echo-trailing-bin");
+      check(trailing?.replace(/=+$/, "") === "q6ur", `trailing metadata: ${[...(trailer ?? [])]}`);
+    },
+  },
+  {
+    name: "status_code_and_message",
+    async run(client) {
+      try {
+        await client.unaryCall(
+          { responseStatus: { code: 2, message: "test status message" } },
+          options,
+        );
+      } catch (error) {
+        const e = ConnectError.from(error);
+        check(e.code === Code.Unknown, `code ${Code[e.code]}`);
+        check(e.rawMessage === "test status message", `message ${e.rawMessage}`);
+        return;
+      }
+      throw new Error("the call succeeded");
+    },
+  },
+  {
+    name: "special_status_message",
+    async run(client) {
+      const message = "\t\ntest with whitespace\r\nand Unicode BMP ☺ and non-BMP 😈\t\n";
+      try {
+        await client.unaryCall({ responseStatus: { code: 2, message } }, options);
+      } catch (error) {
+        check(ConnectError.from(error).rawMessage === message, "the message survives");
+        return;
+      }
+      throw new Error("the call succeeded");
+    },
+  },
+  {
+    name: "unimplemented_method",
+    async run(client) {
+      try {
+        await client.unimplementedCall({}, options);
+      } catch (error) {
+        const e = ConnectError.from(error);
+        check(e.code === Code.Unimplemented, `code ${Code[e.code]}`);
+        return;
+      }
+      throw new Error("the call succeeded");
+    },
+  },
+  {
+    name: "server_streaming",
+    streams: true,
+    async run(client) {
+      const sizes = [31415, 9, 2653, 58979];
+      const received = [];
+      for await (const reply of client.streamingOutputCall(
+        { responseParameters: sizes.map((size) => ({ size })) },
+        options,
+      )) {
+        received.push(reply.payload?.body.length);
+      }
+      check(JSON.stringify(received) === JSON.stringify(sizes), `sizes ${received}`);
+    },
+  },
+];
+
+let passed = 0;
+let failed = 0;
+for (const { name: transportName, protocol, transport } of transports) {
+  const client = createClient(TestService, transport);
+  for (const testCase of cases) {
+    if (testCase.streams && protocol === "connect") continue;
+    try {
+      await testCase.run(client, protocol);
+      passed++;
+      console.log(`ok   ${testCase.name} (${transportName})`);
+    } catch (error) {
+      failed++;
+      console.log(`FAIL ${testCase.name} (${transportName}): ${error?.message ?? error}`);
+    }
+  }
+}
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed === 0 ? 0 : 1);
