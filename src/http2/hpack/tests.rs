@@ -2,9 +2,10 @@
 //! Go and Python), and the encoder's output for the stories' header lists decoded back, by our
 //! decoder and by h2's (its client).
 //!
-//! The stories are read from `../shared/hpack-test-case` beside the repository (or from
-//! `HPACK_TEST_CASE`); CI has them there.
+//! The stories live in the repository, `testdata/hpack-test-case/` (one gzip file of JSON
+//! lines per set, with the collection's licence).
 
+use std::io::BufRead;
 use std::path::PathBuf;
 
 use super::{Decoded, Decoder, Encoder, Indexing};
@@ -18,16 +19,7 @@ struct Case {
 }
 
 fn stories_dir() -> PathBuf {
-    let dir = std::env::var_os("HPACK_TEST_CASE").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/hpack-test-case"),
-        PathBuf::from,
-    );
-    assert!(
-        dir.join("raw-data").is_dir(),
-        "the hpack-test-case stories are not at {} (set HPACK_TEST_CASE)",
-        dir.display()
-    );
-    dir
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/hpack-test-case")
 }
 
 fn hex(text: &str) -> Vec<u8> {
@@ -39,19 +31,13 @@ fn hex(text: &str) -> Vec<u8> {
 
 /// Every story of `set`, each a list of cases in order.
 fn stories(set: &str) -> Vec<(String, Vec<Case>)> {
-    let dir = stories_dir().join(set);
-    let mut paths: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
-        .collect();
-    paths.sort();
-    assert!(!paths.is_empty(), "no stories in {}", dir.display());
-    paths
-        .into_iter()
-        .map(|path| {
-            let story: serde_json::Value =
-                serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let path = stories_dir().join(format!("{set}.jsonl.gz"));
+    let file = std::fs::File::open(&path)
+        .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+    let stories: Vec<_> = std::io::BufReader::new(flate2::read::GzDecoder::new(file))
+        .lines()
+        .map(|line| {
+            let story: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
             let cases = story["cases"]
                 .as_array()
                 .unwrap()
@@ -73,9 +59,11 @@ fn stories(set: &str) -> Vec<(String, Vec<Case>)> {
                     table_size: case["header_table_size"].as_u64().map(|size| size as usize),
                 })
                 .collect();
-            (path.display().to_string(), cases)
+            (format!("{set}/{}", story["story"].as_str().unwrap()), cases)
         })
-        .collect()
+        .collect();
+    assert!(!stories.is_empty(), "no stories in {}", path.display());
+    stories
 }
 
 fn decode_all(decoder: &mut Decoder, block: &[u8]) -> Vec<Field> {
