@@ -34,6 +34,52 @@ pub const GRPC_ENCODING: HeaderName = HeaderName::from_static("grpc-encoding");
 /// The header listing the encodings a peer can decompress.
 pub const GRPC_ACCEPT_ENCODING: HeaderName = HeaderName::from_static("grpc-accept-encoding");
 
+/// The request headers that name a call's message encoding and the encodings its client
+/// accepts: gRPC's (and gRPC-Web's), or the Connect protocol's.
+#[derive(Debug, Clone, Copy)]
+pub struct EncodingHeaders {
+    encoding: &'static HeaderName,
+    accept: &'static HeaderName,
+}
+
+static GRPC_NAMES: [HeaderName; 2] = [GRPC_ENCODING, GRPC_ACCEPT_ENCODING];
+static CONNECT_UNARY_NAMES: [HeaderName; 2] = [
+    http::header::CONTENT_ENCODING,
+    http::header::ACCEPT_ENCODING,
+];
+static CONNECT_STREAM_NAMES: [HeaderName; 2] = [
+    HeaderName::from_static("connect-content-encoding"),
+    HeaderName::from_static("connect-accept-encoding"),
+];
+
+impl EncodingHeaders {
+    /// `grpc-encoding` and `grpc-accept-encoding`.
+    pub const GRPC: EncodingHeaders = EncodingHeaders {
+        encoding: &GRPC_NAMES[0],
+        accept: &GRPC_NAMES[1],
+    };
+    /// Connect's unary calls: HTTP's `content-encoding` and `accept-encoding`.
+    pub const CONNECT_UNARY: EncodingHeaders = EncodingHeaders {
+        encoding: &CONNECT_UNARY_NAMES[0],
+        accept: &CONNECT_UNARY_NAMES[1],
+    };
+    /// Connect's streaming calls: `connect-content-encoding` and `connect-accept-encoding`.
+    pub const CONNECT_STREAM: EncodingHeaders = EncodingHeaders {
+        encoding: &CONNECT_STREAM_NAMES[0],
+        accept: &CONNECT_STREAM_NAMES[1],
+    };
+
+    /// The header naming the request's encoding.
+    pub fn encoding(self) -> &'static HeaderName {
+        self.encoding
+    }
+
+    /// The header listing the encodings the client accepts.
+    pub fn accept(self) -> &'static HeaderName {
+        self.accept
+    }
+}
+
 /// A compression algorithm fastgrpc can use for messages.
 ///
 /// The variants present depend on cargo features (`Zstd` needs `zstd`), so the enum is
@@ -229,9 +275,10 @@ pub struct RequestCompressed(pub CompressionEncoding);
 /// as the spec asks (and, as it requires, without the rejected encoding).
 pub fn request_encoding(
     headers: &HeaderMap,
+    names: EncodingHeaders,
     enabled: &[CompressionEncoding],
 ) -> Result<Option<CompressionEncoding>, Status> {
-    let Some(value) = crate::metadata::header(headers, &GRPC_ENCODING) else {
+    let Some(value) = crate::metadata::header(headers, names.encoding) else {
         return Ok(None);
     };
     let name = value.as_bytes();
@@ -240,13 +287,17 @@ pub fn request_encoding(
     }
     match CompressionEncoding::from_name(name) {
         Some(encoding) if enabled.contains(&encoding) => Ok(Some(encoding)),
-        _ => Err(unsupported_encoding(name, enabled)),
+        _ => Err(unsupported_encoding(names.encoding, name, enabled)),
     }
 }
 
 /// `UNIMPLEMENTED` for a request encoding the server does not accept.
 #[cold]
-fn unsupported_encoding(name: &[u8], enabled: &[CompressionEncoding]) -> Status {
+fn unsupported_encoding(
+    header: &HeaderName,
+    name: &[u8],
+    enabled: &[CompressionEncoding],
+) -> Status {
     let accepted = accepted_names(enabled);
     let quoted: String = if name.len() <= 32 {
         format!("{:?}", name.escape_ascii().to_string())
@@ -254,7 +305,7 @@ fn unsupported_encoding(name: &[u8], enabled: &[CompressionEncoding]) -> Status 
         format!("of {} bytes", name.len())
     };
     let mut status = Status::unimplemented(format!(
-        "request messages are compressed with grpc-encoding {quoted}, which this server does \
+        "request messages are compressed with {header} {quoted}, which this server does \
          not support; it accepts {}",
         accepted.replace(',', ", ")
     ));
@@ -297,11 +348,11 @@ impl AcceptEncoding {
         accepted
     }
 
-    /// The encodings named in every `grpc-accept-encoding` header of `headers` (a header may
-    /// be repeated instead of comma-separated); empty if there is none.
-    pub fn from_headers(headers: &HeaderMap) -> AcceptEncoding {
+    /// The encodings named in every `names.accept()` header of `headers` (a header may be
+    /// repeated instead of comma-separated); empty if there is none.
+    pub fn from_headers(headers: &HeaderMap, names: EncodingHeaders) -> AcceptEncoding {
         let mut accepted = AcceptEncoding::default();
-        for value in headers.get_all(GRPC_ACCEPT_ENCODING) {
+        for value in headers.get_all(names.accept) {
             accepted.bits |= AcceptEncoding::parse(value).bits;
         }
         accepted
@@ -328,12 +379,13 @@ impl AcceptEncoding {
 /// `grpc-accept-encoding`, or `None` (send uncompressed) if it lists none of them.
 pub fn response_encoding(
     headers: &HeaderMap,
+    names: EncodingHeaders,
     enabled: &[CompressionEncoding],
 ) -> Option<CompressionEncoding> {
     if enabled.is_empty() {
         return None;
     }
-    AcceptEncoding::from_headers(headers).choose(enabled)
+    AcceptEncoding::from_headers(headers, names).choose(enabled)
 }
 
 /// Decompresses one message, refusing to produce more than `max_len` bytes.
@@ -711,18 +763,24 @@ mod tests {
     fn request_encoding_cases() {
         use CompressionEncoding::{Deflate, Gzip};
         let enabled = [Gzip, Deflate];
-        assert_eq!(request_encoding(&HeaderMap::new(), &enabled).unwrap(), None);
         assert_eq!(
-            request_encoding(&request("identity"), &enabled).unwrap(),
+            request_encoding(&HeaderMap::new(), EncodingHeaders::GRPC, &enabled).unwrap(),
             None
         );
-        assert_eq!(request_encoding(&request("identity"), &[]).unwrap(), None);
         assert_eq!(
-            request_encoding(&request("gzip"), &enabled).unwrap(),
+            request_encoding(&request("identity"), EncodingHeaders::GRPC, &enabled).unwrap(),
+            None
+        );
+        assert_eq!(
+            request_encoding(&request("identity"), EncodingHeaders::GRPC, &[]).unwrap(),
+            None
+        );
+        assert_eq!(
+            request_encoding(&request("gzip"), EncodingHeaders::GRPC, &enabled).unwrap(),
             Some(Gzip)
         );
         assert_eq!(
-            request_encoding(&request("deflate"), &enabled).unwrap(),
+            request_encoding(&request("deflate"), EncodingHeaders::GRPC, &enabled).unwrap(),
             Some(Deflate)
         );
     }
@@ -730,7 +788,8 @@ mod tests {
     #[test]
     fn unsupported_request_encoding_lists_what_is_accepted() {
         use CompressionEncoding::{Deflate, Gzip};
-        let status = request_encoding(&request("br"), &[Gzip, Deflate]).unwrap_err();
+        let status =
+            request_encoding(&request("br"), EncodingHeaders::GRPC, &[Gzip, Deflate]).unwrap_err();
         assert_eq!(status.code(), Code::Unimplemented);
         assert_eq!(
             status.message(),
@@ -744,7 +803,8 @@ mod tests {
 
         // Built in but not enabled: refused, and not listed (the spec: the returned
         // grpc-accept-encoding must not contain the encoding used).
-        let status = request_encoding(&request("deflate"), &[Gzip]).unwrap_err();
+        let status =
+            request_encoding(&request("deflate"), EncodingHeaders::GRPC, &[Gzip]).unwrap_err();
         assert_eq!(status.code(), Code::Unimplemented);
         assert_eq!(
             status.metadata().get("grpc-accept-encoding").unwrap(),
@@ -756,7 +816,7 @@ mod tests {
         );
 
         // Nothing enabled.
-        let status = request_encoding(&request("gzip"), &[]).unwrap_err();
+        let status = request_encoding(&request("gzip"), EncodingHeaders::GRPC, &[]).unwrap_err();
         assert!(
             status.message().ends_with("it accepts identity"),
             "{status:?}"
@@ -802,9 +862,12 @@ mod tests {
         let mut headers = HeaderMap::new();
         headers.append(GRPC_ACCEPT_ENCODING, HeaderValue::from_static("gzip"));
         headers.append(GRPC_ACCEPT_ENCODING, HeaderValue::from_static("deflate"));
-        let accepted = AcceptEncoding::from_headers(&headers);
+        let accepted = AcceptEncoding::from_headers(&headers, EncodingHeaders::GRPC);
         assert!(accepted.contains(Gzip) && accepted.contains(Deflate));
-        assert_eq!(AcceptEncoding::from_headers(&HeaderMap::new()), none);
+        assert_eq!(
+            AcceptEncoding::from_headers(&HeaderMap::new(), EncodingHeaders::GRPC),
+            none
+        );
     }
 
     #[test]
@@ -817,26 +880,51 @@ mod tests {
         };
         // The server's order decides.
         assert_eq!(
-            response_encoding(&accepting("deflate,gzip"), &[Gzip, Deflate]),
+            response_encoding(
+                &accepting("deflate,gzip"),
+                EncodingHeaders::GRPC,
+                &[Gzip, Deflate]
+            ),
             Some(Gzip)
         );
         assert_eq!(
-            response_encoding(&accepting("deflate,gzip"), &[Deflate, Gzip]),
+            response_encoding(
+                &accepting("deflate,gzip"),
+                EncodingHeaders::GRPC,
+                &[Deflate, Gzip]
+            ),
             Some(Deflate)
         );
         // Only what both have.
         assert_eq!(
-            response_encoding(&accepting("identity,deflate"), &[Gzip, Deflate]),
+            response_encoding(
+                &accepting("identity,deflate"),
+                EncodingHeaders::GRPC,
+                &[Gzip, Deflate]
+            ),
             Some(Deflate)
         );
         // The client accepts nothing the server has: no compression.
         assert_eq!(
-            response_encoding(&accepting("identity,br"), &[Gzip, Deflate]),
+            response_encoding(
+                &accepting("identity,br"),
+                EncodingHeaders::GRPC,
+                &[Gzip, Deflate]
+            ),
             None
         );
-        assert_eq!(response_encoding(&accepting("gzip"), &[Deflate]), None);
-        assert_eq!(response_encoding(&accepting("gzip"), &[]), None);
-        assert_eq!(response_encoding(&HeaderMap::new(), &[Gzip]), None);
+        assert_eq!(
+            response_encoding(&accepting("gzip"), EncodingHeaders::GRPC, &[Deflate]),
+            None
+        );
+        assert_eq!(
+            response_encoding(&accepting("gzip"), EncodingHeaders::GRPC, &[]),
+            None
+        );
+        assert_eq!(
+            response_encoding(&HeaderMap::new(), EncodingHeaders::GRPC, &[Gzip]),
+            None
+        );
     }
 
     #[test]

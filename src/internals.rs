@@ -33,7 +33,7 @@ pub mod codec {
 /// Message compression and the `grpc-encoding` / `grpc-accept-encoding` negotiation.
 pub mod compression {
     pub use crate::compression::{
-        AcceptEncoding, GRPC_ACCEPT_ENCODING, GRPC_ENCODING, compress, decompress,
+        AcceptEncoding, EncodingHeaders, GRPC_ACCEPT_ENCODING, GRPC_ENCODING, compress, decompress,
         request_encoding, response_encoding,
     };
 }

@@ -8,6 +8,8 @@
 use http::HeaderValue;
 use http::header::CONTENT_TYPE;
 
+use crate::compression::EncodingHeaders;
+
 /// The protocol of a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) enum Protocol {
@@ -92,6 +94,15 @@ impl Wire {
     /// Whether the request carries one bare message, not gRPC's length-prefixed frames.
     pub(crate) fn bare(self) -> bool {
         self.protocol == Protocol::ConnectUnary
+    }
+
+    /// The headers that carry the request's encoding and those its client accepts.
+    pub(crate) fn encoding_headers(self) -> EncodingHeaders {
+        match self.protocol {
+            Protocol::ConnectUnary => EncodingHeaders::CONNECT_UNARY,
+            Protocol::ConnectStream => EncodingHeaders::CONNECT_STREAM,
+            Protocol::Grpc | Protocol::GrpcWeb | Protocol::GrpcWebText => EncodingHeaders::GRPC,
+        }
     }
 
     /// Whether the protocol is one of Connect's.

@@ -22,7 +22,7 @@ use fastgrpc::codegen::{HandlerConfig, MethodCosts};
 use fastgrpc::internals::codec::{
     self, DEFAULT_MAX_RECEIVE_MESSAGE_SIZE, FRAME_HEADER_LEN, Format,
 };
-use fastgrpc::internals::compression::{self, AcceptEncoding};
+use fastgrpc::internals::compression::{self, AcceptEncoding, EncodingHeaders};
 use fastgrpc::internals::deadline;
 use fastgrpc::service::RequestBody;
 use fastgrpc::{Code, CompressionEncoding, Deadline, Status};
@@ -380,8 +380,11 @@ pub fn headers(data: &[u8]) {
         .flat_map(|value| reference_accept_encoding(value.as_bytes()))
         .collect();
     let expected = enabled.iter().copied().find(|e| accepted.contains(e));
-    assert_eq!(compression::response_encoding(&headers, &enabled), expected);
-    let from_headers = AcceptEncoding::from_headers(&headers);
+    assert_eq!(
+        compression::response_encoding(&headers, EncodingHeaders::GRPC, &enabled),
+        expected
+    );
+    let from_headers = AcceptEncoding::from_headers(&headers, EncodingHeaders::GRPC);
     for &encoding in CompressionEncoding::ALL {
         assert_eq!(
             from_headers.contains(encoding),
@@ -461,7 +464,7 @@ fn accept_encoding(value: &HeaderValue, enabled: &[CompressionEncoding]) {
 }
 
 fn request_encoding(headers: &HeaderMap, enabled: &[CompressionEncoding]) {
-    let result = compression::request_encoding(headers, enabled);
+    let result = compression::request_encoding(headers, EncodingHeaders::GRPC, enabled);
     let Some(value) = headers.get(compression::GRPC_ENCODING) else {
         assert_eq!(result.unwrap(), None);
         return;
@@ -719,7 +722,7 @@ pub fn unary_call(data: &[u8]) {
     *request.headers_mut() = headers.clone();
 
     // What the call must answer, from the pieces on their own.
-    let expected = compression::request_encoding(&headers, &accepted)
+    let expected = compression::request_encoding(&headers, EncodingHeaders::GRPC, &accepted)
         .and_then(|encoding| {
             codec::decode_unary::<Tree>(body, receive_limit, encoding, Format::Proto)
         })
@@ -730,7 +733,7 @@ pub fn unary_call(data: &[u8]) {
                 Ok(message)
             }
         });
-    let reply_encoding = compression::response_encoding(&headers, &sent);
+    let reply_encoding = compression::response_encoding(&headers, EncodingHeaders::GRPC, &sent);
 
     let call = fastgrpc::codegen::unary::<Tree, Tree, _, _>(
         request,

@@ -213,7 +213,7 @@ struct Encodings {
 
 impl HandlerConfig {
     /// Reads `grpc-encoding` (refusing one the service does not accept), picks the reply
-    /// encoding from `grpc-accept-encoding`, and whether the reply announces the encodings the
+    /// encoding from `grpc-accept-encoding` (Connect's headers for a Connect call), and whether the reply announces the encodings the
     /// service accepts.
     ///
     /// A successful reply announces them to a client that speaks compression (it sent a
@@ -222,20 +222,30 @@ impl HandlerConfig {
     /// HPACK-encoded) costs a light call a visible share of server CPU (docs/BENCHMARKS.md),
     /// which a client without compression would pay for nothing. Failed calls always announce them (`respond`).
     fn negotiate(&self, headers: &HeaderMap) -> Result<Encodings, Status> {
+        let wire = Wire::of_request(headers);
+        // Connect names them `content-encoding`, `accept-encoding` (or with `connect-`).
+        let names = wire.encoding_headers();
         let announce = if !self.accept_compression.is_empty()
-            && crate::metadata::header(headers, &compression::GRPC_ACCEPT_ENCODING).is_some()
+            && crate::metadata::header(headers, names.accept()).is_some()
         {
             self.accept_compression
         } else {
             EncodingList::new()
         };
-        let wire = Wire::of_request(headers);
         Ok(Encodings {
             wire,
-            request: compression::request_encoding(headers, self.accept_compression.as_slice())?,
+            request: compression::request_encoding(
+                headers,
+                names,
+                self.accept_compression.as_slice(),
+            )?,
             reply: ReplyCodec {
                 format: wire.format,
-                encoding: compression::response_encoding(headers, self.send_compression.as_slice()),
+                encoding: compression::response_encoding(
+                    headers,
+                    names,
+                    self.send_compression.as_slice(),
+                ),
                 max_message_size: self.max_send_message_size,
                 announce,
             },

@@ -2,8 +2,8 @@
 //! gRPC on the same paths, by the same handlers.
 //!
 //! As with gRPC-Web, the router serves a Connect call as a gRPC call and translates at the
-//! edges: the request's `content-encoding` and `accept-encoding` become gRPC's own headers (the
-//! handler reads the bare body itself: the `content-type` tells it so), and the gRPC-form
+//! edges: the handler reads the bare body and Connect's `content-encoding` and
+//! `accept-encoding` itself (the request's `content-type` tells it to), and the gRPC-form
 //! answer becomes Connect's: the message without its frame header, trailing metadata as
 //! `trailer-` headers, and a failure as its HTTP status with a JSON error body. The call is
 //! observed (metrics, span) before the translation, so it counts as gRPC calls do.
@@ -16,7 +16,7 @@ use std::pin::pin;
 use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
-use http::header::{ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_TYPE};
+use http::header::{CONTENT_ENCODING, CONTENT_TYPE};
 use http::{HeaderMap, HeaderName, HeaderValue};
 use http_body::Body as _;
 use tonic::{Code, Status};
@@ -24,12 +24,13 @@ use tonic::{Code, Status};
 use crate::FastFuture;
 use crate::body::{RequestBody, ResponseBody};
 use crate::codec::FRAME_HEADER_LEN;
-use crate::compression::{GRPC_ACCEPT_ENCODING, GRPC_ENCODING};
+use crate::compression::GRPC_ENCODING;
 use crate::connect;
 use crate::deadline::{self, Deadline};
 use crate::handler::ResponseFuture;
 use crate::protocol::{Format, Wire};
 use crate::response::UnknownRoute;
+use crate::{metadata, spare_maps, status};
 
 /// The most of a reply body that is not whole (a hosted service's, or one a layer replaced)
 /// gathered to answer a Connect unary call with.
@@ -37,14 +38,15 @@ const MAX_GATHERED: usize = 64 * 1024 * 1024;
 
 /// A Connect unary request, made ready for the gRPC handlers: its version checked, its
 /// deadline (`connect-timeout-ms`, or the server's `default_timeout` if shorter) put where
-/// handlers find it, its encodings renamed. The deadline comes back for [`unary_response`];
-/// a malformed request, as the error it is answered with.
+/// handlers find it. The deadline comes back for [`unary_response`]; a malformed request, as
+/// the error it is answered with. (The handler reads Connect's `content-encoding` and
+/// `accept-encoding` itself: the request's `Wire` names them.)
 pub(crate) fn unary_request(
     request: &mut http::Request<RequestBody>,
     default_timeout: Option<Duration>,
 ) -> Result<Option<Deadline>, Status> {
-    let headers = request.headers_mut();
-    if let Some(version) = headers.get(connect::PROTOCOL_VERSION)
+    let headers = request.headers();
+    if let Some(version) = metadata::header(headers, &connect::PROTOCOL_VERSION)
         && version != "1"
     {
         return Err(Status::invalid_argument(format!(
@@ -52,7 +54,7 @@ pub(crate) fn unary_request(
             crate::status::excerpt(&String::from_utf8_lossy(version.as_bytes()))
         )));
     }
-    let timeout = match headers.get(connect::TIMEOUT_MS) {
+    let timeout = match metadata::header(headers, &connect::TIMEOUT_MS) {
         Some(value) => Some(parse_timeout_ms(value)?),
         None => None,
     };
@@ -60,27 +62,11 @@ pub(crate) fn unary_request(
         (Some(client), Some(server)) => Some(client.min(server)),
         (client, server) => client.or(server),
     };
-    rename(headers, &CONTENT_ENCODING, GRPC_ENCODING);
-    rename(headers, &ACCEPT_ENCODING, GRPC_ACCEPT_ENCODING);
     let deadline = timeout.map(Deadline::after);
     if let Some(deadline) = deadline {
         request.extensions_mut().insert(deadline);
     }
     Ok(deadline)
-}
-
-/// Moves every value of `from` to `to`.
-fn rename(headers: &mut HeaderMap, from: &HeaderName, to: HeaderName) {
-    // One lookup when the header is absent, as it mostly is for `content-encoding`.
-    if !headers.contains_key(from) {
-        return;
-    }
-    let values: Vec<HeaderValue> = headers.get_all(from).iter().cloned().collect();
-    headers.remove(from);
-    headers.remove(&to);
-    for value in values {
-        headers.append(to.clone(), value);
-    }
 }
 
 /// Parses `connect-timeout-ms`: 1 to 10 ASCII digits, milliseconds. Anything else is
@@ -164,20 +150,19 @@ async fn gather(mut body: ResponseBody) -> Result<(Option<Bytes>, Option<HeaderM
 }
 
 /// Connect's form of a whole gRPC-form answer: `head` and, unless it was trailers-only, its
-/// one `frame` and `trailers`.
+/// one `frame` and `trailers`. A success builds no `Status` and gives the trailers' map back
+/// to the thread's spare maps, as the engine does with a gRPC reply's.
 fn whole(
     head: http::response::Parts,
     frame: Option<Bytes>,
     trailers: Option<HeaderMap>,
     wire: Wire,
 ) -> http::Response<ResponseBody> {
-    let (status, trailers) = match &trailers {
-        // A gRPC answer's status is in its trailers, or in its head if it is trailers-only.
-        Some(trailers) => (Status::from_header_map(trailers), Some(trailers)),
-        None => (Status::from_header_map(&head.headers), None),
-    };
-    let status = status.unwrap_or_else(|| Status::internal("the reply carries no status"));
-    if status.code() != Code::Ok {
+    // A gRPC answer's status is in its trailers, or in its head if it is trailers-only.
+    let status_map = trailers.as_ref().unwrap_or(&head.headers);
+    if status::code_of(status::status_in(status_map)) != Code::Ok {
+        let status = Status::from_header_map(status_map)
+            .unwrap_or_else(|| Status::internal("the reply carries no status"));
         return error(head, &status);
     }
     let Some(mut frame) = frame.filter(|frame| frame.len() >= FRAME_HEADER_LEN) else {
@@ -185,20 +170,28 @@ fn whole(
     };
     let compressed = frame[0] == 1;
     frame.advance(FRAME_HEADER_LEN);
-    let mut head_headers = head.headers;
-    let encoding = head_headers.remove(GRPC_ENCODING);
-    let mut headers = connect::metadata_only(head_headers);
-    if let Some(encoding) = encoding.filter(|_| compressed) {
+    let mut headers = head.headers;
+    let encoding = if compressed {
+        headers.remove(GRPC_ENCODING)
+    } else {
+        None
+    };
+    let mut headers = connect::metadata_only(headers);
+    if let Some(encoding) = encoding {
         headers.insert(CONTENT_ENCODING, encoding);
     }
     headers.insert(CONTENT_TYPE, content_type(wire.format));
     if let Some(trailers) = trailers {
-        for (name, value) in connect::metadata_only(trailers.clone()).iter() {
-            let Ok(name) = HeaderName::try_from(format!("trailer-{name}")) else {
+        for (name, value) in &trailers {
+            // `grpc-status` and the rest of gRPC's own.
+            if name.as_str().starts_with("grpc-") {
                 continue;
-            };
-            headers.append(name, value.clone());
+            }
+            if let Ok(name) = HeaderName::try_from(format!("trailer-{name}")) {
+                headers.append(name, value.clone());
+            }
         }
+        spare_maps::give_back(trailers);
     }
     let mut response = http::Response::new(ResponseBody::whole(frame));
     *response.headers_mut() = headers;

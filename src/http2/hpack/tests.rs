@@ -32,8 +32,8 @@ fn hex(text: &str) -> Vec<u8> {
 /// Every story of `set`, each a list of cases in order.
 fn stories(set: &str) -> Vec<(String, Vec<Case>)> {
     let path = stories_dir().join(format!("{set}.jsonl.gz"));
-    let file = std::fs::File::open(&path)
-        .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+    let file =
+        std::fs::File::open(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()));
     let stories: Vec<_> = std::io::BufReader::new(flate2::read::GzDecoder::new(file))
         .lines()
         .map(|line| {
