@@ -531,6 +531,51 @@ async fn json_rides_grpc_and_grpc_web_too() {
 }
 
 #[tokio::test]
+async fn pages_of_other_origins_may_call_as_cors_allows() {
+    let server = server(
+        Server::builder()
+            .web_cors(fastgrpc::service::Cors::origins(["https://app.example"]).unwrap()),
+    )
+    .await;
+    let origin = [("origin", "https://app.example")];
+    let response = post(&server, UNARY, "application/json", &origin, "{}").await;
+    assert_eq!(response.status, 200, "{response:?}");
+    assert_eq!(
+        response.headers["access-control-allow-origin"],
+        "https://app.example"
+    );
+    let preflight = raw_request(
+        server.addr,
+        http::Method::OPTIONS,
+        UNARY,
+        &[
+            ("origin", "https://app.example"),
+            ("access-control-request-method", "POST"),
+            (
+                "access-control-request-headers",
+                "content-type,connect-protocol-version,connect-timeout-ms",
+            ),
+        ],
+        Bytes::new(),
+    )
+    .await;
+    assert_eq!(preflight.status, 204, "{preflight:?}");
+    assert_eq!(
+        preflight.headers["access-control-allow-headers"],
+        "content-type,connect-protocol-version,connect-timeout-ms"
+    );
+    let other = [("origin", "https://evil.example")];
+    let response = post(&server, UNARY, "application/json", &other, "{}").await;
+    assert!(
+        response
+            .headers
+            .get("access-control-allow-origin")
+            .is_none()
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
 async fn a_refused_http1_request_is_read_before_the_answer() {
     let server = server(Server::builder()).await;
     // Larger than a socket buffer: the server must read it all for the client to finish

@@ -103,8 +103,17 @@ impl GrpcRouter {
         let web = match wire.protocol {
             Protocol::Grpc => return self.serve(request),
             Protocol::ConnectUnary => {
-                return connect::serve_unary(request, wire, self.default_timeout, |request| {
-                    self.serve(request)
+                let cors = self.cors_headers(headers);
+                let response =
+                    connect::serve_unary(request, wire, self.default_timeout, |request| {
+                        self.serve(request)
+                    });
+                if cors.is_empty() {
+                    return response;
+                }
+                return response.map(move |mut response| {
+                    response.headers_mut().extend(cors);
+                    response
                 });
             }
             Protocol::ConnectStream => {
@@ -112,12 +121,7 @@ impl GrpcRouter {
             }
             Protocol::GrpcWeb | Protocol::GrpcWebText => Web::of(wire),
         };
-        // Computed now, while the request is at hand; empty (no allocation) for a call from
-        // the server's own origin.
-        let mut cors = HeaderMap::new();
-        if let Some(origin) = web::origin(headers) {
-            self.cors.answer(origin, &mut cors);
-        }
+        let cors = self.cors_headers(headers);
         match web.grpc_request(request) {
             Ok(request) => self
                 .serve(request)
@@ -126,7 +130,17 @@ impl GrpcRouter {
         }
     }
 
-    /// Who may call the gRPC-Web methods from pages of other origins.
+    /// What lets the page that sent a request with `headers` read its answer: computed while
+    /// the request is at hand; empty (no allocation) for a call from the server's own origin.
+    fn cors_headers(&self, headers: &HeaderMap) -> HeaderMap {
+        let mut cors = HeaderMap::new();
+        if let Some(origin) = web::origin(headers) {
+            self.cors.answer(origin, &mut cors);
+        }
+        cors
+    }
+
+    /// Who may call the gRPC-Web and Connect methods from pages of other origins.
     pub(crate) fn set_cors(&mut self, cors: Cors) {
         self.cors = cors;
     }
