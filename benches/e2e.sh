@@ -17,6 +17,8 @@
 #                                  # against tonic_streaming_server, CPU per reply message
 #   bash benches/e2e.sh web        # gRPC-Web unary over HTTP/2 and HTTP/1.1 (h2load --h1),
 #                                  # against tonic with tonic-web and accept_http1
+#   bash benches/e2e.sh connect    # Connect unary (proto and JSON over h2c, proto over HTTP/1.1)
+#                                  # beside fastgrpc's own gRPC unary, one worker each
 #   bash benches/e2e.sh metrics    # light unary with gRFC A66 metrics on and off, and tonic
 #   bash benches/e2e.sh large      # unary calls of 1 MiB each way, one connection x 4 streams
 #   bash benches/e2e.sh clientstream  # client streaming: 1,000 messages of 100 bytes a call,
@@ -131,21 +133,23 @@ idle_run() {
 # its ratio to tonic's median of that figure.
 medians() {
   python3 - "$results" <<'PY'
-import re, statistics, sys
+import os, re, statistics, sys
 servers = {}
 for line in open(sys.argv[1]):
     name, *figures = line.rstrip("\n").split("\t")
     server = servers.setdefault(re.sub(r" \(round \d+\)$", "", name), {})
     for label, value in zip(figures[::2], figures[1::2]):
         server.setdefault(label, []).append(float(value))
-tonic = next((figures for name, figures in servers.items() if "tonic" in name), {})
+# The reference the ratios are to: tonic, or the server whose name holds REFERENCE.
+reference = os.environ.get("REFERENCE", "tonic")
+tonic = next((figures for name, figures in servers.items() if reference in name), {})
 show = lambda value: f"{value:.0f}" if abs(value) >= 100 else f"{value:.3f}"
 for name, figures in servers.items():
     parts = []
     for label, values in figures.items():
         median = statistics.median(values)
         ratio = median / statistics.median(tonic[label]) if tonic.get(label) else float("nan")
-        parts.append(f"{label} {show(median)} ({ratio:.2f}x tonic)")
+        parts.append(f"{label} {show(median)} ({ratio:.2f}x {reference})")
     print(f"{'median ' + name:<34} " + ", ".join(parts))
 PY
 }
@@ -378,6 +382,26 @@ case "${1:-}" in
       run "web h1 fastgrpc (round $round)" 100000 16 1 0 -- "${fastgrpc[@]}" --workers 1
       run "web h1 tonic-web (round $round)" 100000 16 1 0 -- "${tonic[@]}" --workers 1 --web
     done
+    exit 0 ;;
+  connect)
+    # Connect unary SayHello, one worker, as the light shapes: proto and JSON over h2c at 4x16,
+    # proto over HTTP/1.1 with 16 connections (one call at a time each, as browsers send); and
+    # fastgrpc's own gRPC unary at 4x16, the reference of the ratios.
+    for round in $(seq "$rounds"); do
+      printf '\x00\x00\x00\x00\x07\x0a\x05world' > "$body"
+      request_args=(-H 'content-type: application/grpc' -H 'te: trailers')
+      run "grpc h2 4x16 (round $round)" 200000 4 16 0 -- "${fastgrpc[@]}" --workers 1
+      printf '\x0a\x05world' > "$body"
+      request_args=(-H 'content-type: application/proto')
+      run "connect proto h2 4x16 (round $round)" 200000 4 16 0 -- "${fastgrpc[@]}" --workers 1
+      printf '{"name":"world"}' > "$body"
+      request_args=(-H 'content-type: application/json')
+      run "connect json h2 4x16 (round $round)" 200000 4 16 0 -- "${fastgrpc[@]}" --workers 1
+      printf '\x0a\x05world' > "$body"
+      request_args=(-H 'content-type: application/proto' --h1)
+      run "connect proto h1 16x1 (round $round)" 100000 16 1 0 -- "${fastgrpc[@]}" --workers 1
+    done
+    REFERENCE=grpc medians
     exit 0 ;;
   mixed)
     # 8 loops of 1 ms SayHello calls and 8 loops of health checks on one connection, two
