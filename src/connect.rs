@@ -67,6 +67,11 @@ pub(crate) fn http_status(code: Code) -> StatusCode {
 /// details being those of the `google.rpc.Status` the status carries (`Status::with_details`),
 /// each as `{"type": <message name>, "value": <base64>}`.
 pub(crate) fn error_json(status: &Status) -> Vec<u8> {
+    serde_json::to_vec(&error_object(status)).expect("a map of strings serializes")
+}
+
+/// The JSON object [`error_json`] writes.
+fn error_object(status: &Status) -> serde_json::Map<String, serde_json::Value> {
     let mut error = serde_json::Map::new();
     error.insert("code".into(), code_name(status.code()).into());
     if !status.message().is_empty() {
@@ -76,7 +81,44 @@ pub(crate) fn error_json(status: &Status) -> Vec<u8> {
     if !details.is_empty() {
         error.insert("details".into(), details.into());
     }
-    serde_json::to_vec(&error).expect("a map of strings serializes")
+    error
+}
+
+/// The flag of a streaming response's last envelope, the end-of-stream message.
+pub(crate) const END_STREAM_FLAG: u8 = 0x02;
+
+/// A streaming call's end-of-stream envelope: flag `0x02`, length, then the JSON
+/// `{"error": {..}, "metadata": {"name": ["value", ..]}}`, the error left out on success and
+/// the metadata (the call's trailing metadata, `metadata`'s names not gRPC's own) when empty.
+pub(crate) fn end_stream(status: Option<&Status>, metadata: &HeaderMap) -> Bytes {
+    let mut end = serde_json::Map::new();
+    if let Some(status) = status.filter(|status| status.code() != Code::Ok) {
+        end.insert("error".into(), error_object(status).into());
+    }
+    let mut names = serde_json::Map::new();
+    for (name, value) in metadata {
+        if name.as_str().starts_with("grpc-") || name == CONTENT_TYPE {
+            continue;
+        }
+        let Ok(value) = value.to_str() else {
+            continue;
+        };
+        let values = names
+            .entry(name.as_str())
+            .or_insert_with(|| serde_json::Value::Array(Vec::new()));
+        if let serde_json::Value::Array(values) = values {
+            values.push(value.into());
+        }
+    }
+    if !names.is_empty() {
+        end.insert("metadata".into(), names.into());
+    }
+    let json = serde_json::to_vec(&end).expect("a map of strings serializes");
+    let mut envelope = bytes::BytesMut::with_capacity(5 + json.len());
+    bytes::BufMut::put_u8(&mut envelope, END_STREAM_FLAG);
+    bytes::BufMut::put_u32(&mut envelope, u32::try_from(json.len()).unwrap_or(u32::MAX));
+    envelope.extend_from_slice(&json);
+    envelope.freeze()
 }
 
 /// The `google.rpc.Status` a gRPC status's details are (what `grpc-status-details-bin`
@@ -197,6 +239,29 @@ mod tests {
         // Details that are not a google.rpc.Status are left out, not sent garbled.
         let odd = Status::with_details(Code::Aborted, "m", Bytes::from_static(&[0xff, 0xff]));
         assert!(parse_error(&error_json(&odd)).get("details").is_none());
+    }
+
+    #[test]
+    fn the_end_of_stream_message_carries_the_error_and_the_trailing_metadata() {
+        let mut metadata = HeaderMap::new();
+        metadata.insert("grpc-status", HeaderValue::from_static("5"));
+        metadata.append("x-t", HeaderValue::from_static("a"));
+        metadata.append("x-t", HeaderValue::from_static("b"));
+        let end = end_stream(Some(&Status::not_found("gone")), &metadata);
+        assert_eq!(end[0], END_STREAM_FLAG);
+        assert_eq!(
+            u32::from_be_bytes(end[1..5].try_into().unwrap()) as usize,
+            end.len() - 5
+        );
+        assert_eq!(
+            parse_error(&end[5..]),
+            serde_json::json!({
+                "error": { "code": "not_found", "message": "gone" },
+                "metadata": { "x-t": ["a", "b"] },
+            })
+        );
+        let ok = end_stream(Some(&Status::ok("")), &HeaderMap::new());
+        assert_eq!(&ok[5..], b"{}");
     }
 
     #[test]

@@ -13,14 +13,32 @@ pub fn status(status: &Status) -> http::Response<ResponseBody> {
     response
 }
 
-/// Marks the answer to a path that names no service or method, which Connect answers 404.
+/// Marks a refusal that Connect answers with this HTTP status rather than its code's: 404 for a
+/// path that names no service or method (as an HTTP server without the route), 415 for a
+/// protocol the method cannot be called in.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct UnknownRoute;
+pub(crate) struct ConnectHttpStatus(pub(crate) http::StatusCode);
 
 /// The trailers-only `UNIMPLEMENTED` answer for a path that names no service or method.
 pub(crate) fn unknown_route(message: String) -> http::Response<ResponseBody> {
-    let mut response = status(&Status::unimplemented(message));
-    response.extensions_mut().insert(UnknownRoute);
+    refusal(&Status::unimplemented(message), http::StatusCode::NOT_FOUND)
+}
+
+/// The answer to a Connect unary request (a bare message) for a streaming method, which needs
+/// Connect's streaming protocol (`application/connect+proto` or `+json`).
+pub(crate) fn unary_protocol_for_streaming_method() -> http::Response<ResponseBody> {
+    refusal(
+        &Status::unimplemented(
+            "a streaming method: call it with application/connect+proto or application/connect+json",
+        ),
+        http::StatusCode::UNSUPPORTED_MEDIA_TYPE,
+    )
+}
+
+/// The trailers-only answer carrying `status`, which Connect answers with `http`.
+fn refusal(status: &Status, http: http::StatusCode) -> http::Response<ResponseBody> {
+    let mut response = self::status(status);
+    response.extensions_mut().insert(ConnectHttpStatus(http));
     response
 }
 

@@ -9,10 +9,14 @@ use bytes::Bytes;
 use fastgrpc::{
     Code, CompressionEncoding, FastFuture, Request, Response, RpcFuture, Server, Status,
 };
+use futures_util::StreamExt;
 use prost::Message;
 use serde_json::{Value, json};
 use support::pb::grpc_testing::test_service_server::{TestService, TestServiceServer};
-use support::pb::grpc_testing::{SimpleRequest, SimpleResponse};
+use support::pb::grpc_testing::{
+    Payload, ResponseParameters, SimpleRequest, SimpleResponse, StreamingInputCallRequest,
+    StreamingInputCallResponse, StreamingOutputCallRequest, StreamingOutputCallResponse,
+};
 use support::pb::jsontest::json_test_server::{JsonTest, JsonTestServer};
 use support::pb::jsontest::{Scalars, WellKnown};
 use support::{RawResponse, TestServer, frame, raw_request};
@@ -25,6 +29,53 @@ struct Probe;
 
 impl TestService for Probe {
     support::boxed_reply_streams!();
+
+    /// One reply per `response_parameters` entry, each after its `interval_us`, then
+    /// `x-trailer` trailing metadata; or the status `response_status` asks for, at once.
+    fn streaming_output_call(
+        &self,
+        request: Request<StreamingOutputCallRequest>,
+    ) -> impl RpcFuture<Self::StreamingOutputCallStream> {
+        let request = request.into_inner();
+        if let Some(status) = request.response_status {
+            return FastFuture::err(Status::new(status.code.into(), status.message));
+        }
+        let replies =
+            futures_util::stream::iter(request.response_parameters).then(|p| async move {
+                if p.interval_us > 0 {
+                    tokio::time::sleep(Duration::from_micros(p.interval_us as u64)).await;
+                }
+                Ok(support::reply(p.size))
+            });
+        let mut response = Response::new(replies.boxed());
+        let mut trailers = tonic::metadata::MetadataMap::new();
+        trailers.insert("x-trailer", "streamed".parse().unwrap());
+        response
+            .extensions_mut()
+            .insert(fastgrpc::Trailers(trailers));
+        FastFuture::ok(response)
+    }
+
+    async fn streaming_input_call(
+        &self,
+        request: Request<fastgrpc::Streaming<StreamingInputCallRequest>>,
+    ) -> Result<Response<StreamingInputCallResponse>, Status> {
+        support::sum_payloads(request).await
+    }
+
+    /// A reply per request, of the size its first response parameter asks for.
+    fn full_duplex_call(
+        &self,
+        request: Request<fastgrpc::Streaming<StreamingOutputCallRequest>>,
+    ) -> impl RpcFuture<Self::FullDuplexCallStream> {
+        let replies = request.into_inner().map(|request| {
+            let request = request?;
+            Ok(support::reply(
+                request.response_parameters.first().map_or(0, |p| p.size),
+            ))
+        });
+        FastFuture::ok(Response::new(replies.boxed()))
+    }
 
     async fn unary_call(
         &self,
@@ -595,5 +646,261 @@ async fn a_refused_http1_request_is_read_before_the_answer() {
     assert_eq!(responses[0].status, 415);
     assert!(String::from_utf8_lossy(&responses[0].body).contains("Connect"));
     assert_eq!(responses[1].status, 200);
+    server.stop().await;
+}
+
+const SERVER_STREAM: &str = "/grpc.testing.TestService/StreamingOutputCall";
+const CLIENT_STREAM: &str = "/grpc.testing.TestService/StreamingInputCall";
+const BIDI: &str = "/grpc.testing.TestService/FullDuplexCall";
+
+/// A request asking for replies of `sizes` bytes, each `interval_us` apart.
+fn asking(sizes: &[i32], interval_us: i32) -> StreamingOutputCallRequest {
+    StreamingOutputCallRequest {
+        response_parameters: sizes
+            .iter()
+            .map(|&size| ResponseParameters {
+                size,
+                interval_us,
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
+/// A streaming answer's envelopes: (flag, payload).
+fn envelopes_in(response: &RawResponse) -> Vec<(u8, Vec<u8>)> {
+    assert_eq!(response.status, 200, "{response:?}");
+    assert!(
+        response.trailers.is_none(),
+        "no HTTP trailers: {response:?}"
+    );
+    support::web::frames(&response.body)
+}
+
+/// The end-of-stream message of a streaming answer, checked to be its last envelope.
+fn end_of(envelopes: &[(u8, Vec<u8>)]) -> Value {
+    let (flag, json) = envelopes.last().expect("an end-of-stream envelope");
+    assert_eq!(*flag, 0x02, "the last envelope ends the stream");
+    serde_json::from_slice(json).unwrap()
+}
+
+#[tokio::test]
+async fn server_streaming_over_connect_in_proto_and_json() {
+    let server = server(Server::builder()).await;
+    let request = asking(&[3, 0, 5], 0);
+    let response = post(
+        &server,
+        SERVER_STREAM,
+        "application/connect+proto",
+        &[],
+        frame(&request.encode_to_vec()),
+    )
+    .await;
+    assert_eq!(
+        response.headers["content-type"],
+        "application/connect+proto"
+    );
+    let envelopes = envelopes_in(&response);
+    assert_eq!(
+        envelopes.len(),
+        4,
+        "three replies and the end: {envelopes:?}"
+    );
+    for (envelope, size) in envelopes.iter().zip([3, 0, 5]) {
+        assert_eq!(envelope.0, 0);
+        let reply = StreamingOutputCallResponse::decode(&envelope.1[..]).unwrap();
+        assert_eq!(reply.payload.map_or(0, |p| p.body.len()), size);
+    }
+    assert_eq!(
+        end_of(&envelopes),
+        json!({ "metadata": { "x-trailer": ["streamed"] } })
+    );
+
+    let json_request = json!({ "responseParameters": [{ "size": 2 }, { "size": 1 }] });
+    let response = post(
+        &server,
+        SERVER_STREAM,
+        "application/connect+json",
+        &[],
+        frame(json_request.to_string().as_bytes()),
+    )
+    .await;
+    assert_eq!(response.headers["content-type"], "application/connect+json");
+    let envelopes = envelopes_in(&response);
+    let replies: Vec<Value> = envelopes[..2]
+        .iter()
+        .map(|(_, json)| serde_json::from_slice(json).unwrap())
+        .collect();
+    assert_eq!(
+        replies,
+        [
+            json!({ "payload": { "body": "AAA=" } }),
+            json!({ "payload": { "body": "AA==" } })
+        ]
+    );
+    assert_eq!(envelopes.len(), 3);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_stream_that_fails_ends_with_the_error_in_its_end_of_stream_message() {
+    let server = server(Server::builder()).await;
+    let failing = StreamingOutputCallRequest {
+        response_status: Some(support::pb::grpc_testing::EchoStatus {
+            code: 9,
+            message: "not now".into(),
+        }),
+        ..Default::default()
+    };
+    let response = post(
+        &server,
+        SERVER_STREAM,
+        "application/connect+proto",
+        &[],
+        frame(&failing.encode_to_vec()),
+    )
+    .await;
+    let envelopes = envelopes_in(&response);
+    assert_eq!(envelopes.len(), 1, "the end alone: {envelopes:?}");
+    assert_eq!(
+        end_of(&envelopes),
+        json!({ "error": { "code": "failed_precondition", "message": "not now" } })
+    );
+
+    // An envelope that the body ends inside of.
+    let mut truncated = frame(&asking(&[1], 0).encode_to_vec()).to_vec();
+    truncated.truncate(truncated.len() - 1);
+    let response = post(
+        &server,
+        SERVER_STREAM,
+        "application/connect+proto",
+        &[],
+        truncated,
+    )
+    .await;
+    assert_eq!(
+        end_of(&envelopes_in(&response))["error"]["code"],
+        "internal"
+    );
+
+    // An envelope with flags a client may not send.
+    let mut flagged = frame(&asking(&[1], 0).encode_to_vec()).to_vec();
+    flagged[0] = 0x02;
+    let response = post(
+        &server,
+        SERVER_STREAM,
+        "application/connect+proto",
+        &[],
+        flagged,
+    )
+    .await;
+    assert_eq!(
+        end_of(&envelopes_in(&response))["error"]["code"],
+        "internal"
+    );
+
+    // An unknown route is an HTTP 404, as for unary calls.
+    let response = post(
+        &server,
+        "/grpc.testing.TestService/Nope",
+        "application/connect+proto",
+        &[],
+        Bytes::new(),
+    )
+    .await;
+    assert_eq!(response.status, 404, "{response:?}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn connect_timeout_ms_ends_a_stream_that_runs_past_it() {
+    let server = server(Server::builder()).await;
+    let started = std::time::Instant::now();
+    let response = post(
+        &server,
+        SERVER_STREAM,
+        "application/connect+proto",
+        &[("connect-timeout-ms", "150")],
+        frame(&asking(&[1, 1, 1, 1], 100_000).encode_to_vec()),
+    )
+    .await;
+    let envelopes = envelopes_in(&response);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(envelopes.len() < 5, "the stream was cut: {envelopes:?}");
+    assert_eq!(end_of(&envelopes)["error"]["code"], "deadline_exceeded");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn client_and_bidi_streaming_over_connect() {
+    let server = server(Server::builder()).await;
+    let mut body = Vec::new();
+    for size in [10, 20, 30] {
+        let message = StreamingInputCallRequest {
+            payload: Some(Payload {
+                body: vec![0; size].into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        body.extend_from_slice(&frame(&message.encode_to_vec()));
+    }
+    let response = post(
+        &server,
+        CLIENT_STREAM,
+        "application/connect+proto",
+        &[],
+        body,
+    )
+    .await;
+    let envelopes = envelopes_in(&response);
+    assert_eq!(envelopes.len(), 2, "{envelopes:?}");
+    let reply = StreamingInputCallResponse::decode(&envelopes[0].1[..]).unwrap();
+    assert_eq!(reply.aggregated_payload_size, 60);
+    assert_eq!(end_of(&envelopes), json!({}));
+
+    let mut body = Vec::new();
+    for size in [1, 2] {
+        body.extend_from_slice(&frame(&asking(&[size], 0).encode_to_vec()));
+    }
+    let response = post(&server, BIDI, "application/connect+proto", &[], body).await;
+    let envelopes = envelopes_in(&response);
+    assert_eq!(envelopes.len(), 3, "{envelopes:?}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn connect_streaming_over_http1() {
+    let server = server(Server::builder()).await;
+    let request = support::http1::request(
+        "POST",
+        SERVER_STREAM,
+        "application/connect+proto",
+        &[("connection", "close")],
+        &frame(&asking(&[4, 4], 0).encode_to_vec()),
+    );
+    let raw = support::http1::exchange(server.addr, &request).await;
+    let response = support::http1::responses(&raw).remove(0);
+    assert_eq!(response.status, 200, "{response:?}");
+    let envelopes = support::web::frames(&response.body);
+    assert_eq!(envelopes.len(), 3, "{envelopes:?}");
+    assert_eq!(envelopes[2].0, 0x02);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_unary_request_to_a_streaming_method_is_415() {
+    let server = server(Server::builder()).await;
+    let response = post(
+        &server,
+        SERVER_STREAM,
+        "application/proto",
+        &[],
+        asking(&[1], 0).encode_to_vec(),
+    )
+    .await;
+    assert_eq!(response.status, 415, "{response:?}");
+    assert_eq!(error_of(&response)["code"], "unimplemented");
     server.stop().await;
 }

@@ -40,6 +40,9 @@ where
     M: FnOnce(tonic::Request<Req>) -> F + Send + 'static,
     F: Future<Output = Result<tonic::Response<S>, Status>> + Send + 'static,
 {
+    if let Some(refused) = refuse_bare(&request) {
+        return refused;
+    }
     respond(
         config.config,
         call_with_message(request, config, method)
@@ -59,6 +62,9 @@ where
     M: FnOnce(tonic::Request<Streaming<Req>>) -> F + Send + 'static,
     F: Future<Output = Result<tonic::Response<Resp>, Status>> + Send + 'static,
 {
+    if let Some(refused) = refuse_bare(&request) {
+        return refused;
+    }
     respond(
         config.config,
         call_with_stream(request, config, method).map(|(reply, encoding)| {
@@ -80,11 +86,22 @@ where
     M: FnOnce(tonic::Request<Streaming<Req>>) -> F + Send + 'static,
     F: Future<Output = Result<tonic::Response<S>, Status>> + Send + 'static,
 {
+    if let Some(refused) = refuse_bare(&request) {
+        return refused;
+    }
     respond(
         config.config,
         call_with_stream(request, config, method)
             .map(|(reply, encoding)| reply.map(move |reply| marshal_stream(reply, encoding))),
     )
+}
+
+/// The refusal of a Connect unary request (one bare message, its answer one too) to a
+/// streaming method; `None` for any other request.
+fn refuse_bare(request: &http::Request<RequestBody>) -> Option<ResponseFuture> {
+    crate::protocol::Wire::of_request(request.headers())
+        .bare()
+        .then(|| FastFuture::ok(crate::response::unary_protocol_for_streaming_method()))
 }
 
 /// The steps of every call with a request stream: negotiate the encodings, then `impl` with a

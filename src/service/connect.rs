@@ -1,47 +1,54 @@
-//! The Connect protocol's unary calls (`application/proto`, `application/json`) served beside
-//! gRPC on the same paths, by the same handlers.
+//! The Connect protocol (unary: `application/proto`, `application/json`; streaming:
+//! `application/connect+proto`, `+json`) served beside gRPC on the same paths, by the same
+//! handlers.
 //!
 //! As with gRPC-Web, the router serves a Connect call as a gRPC call and translates at the
-//! edges: the handler reads the bare body and Connect's `content-encoding` and
-//! `accept-encoding` itself (the request's `content-type` tells it to), and the gRPC-form
-//! answer becomes Connect's: the message without its frame header, trailing metadata as
-//! `trailer-` headers, and a failure as its HTTP status with a JSON error body. The call is
-//! observed (metrics, span) before the translation, so it counts as gRPC calls do.
+//! edges. The handler reads a unary call's bare body, a streaming call's envelopes (gRPC's
+//! frames by another name) and Connect's encoding headers itself: the request's
+//! `content-type` tells it to. The gRPC-form answer becomes Connect's:
+//! - unary: the message without its frame header, trailing metadata as `trailer-` headers, a
+//!   failure as its HTTP status with a JSON error body;
+//! - streaming: HTTP 200, the messages as they come, and the status and trailing metadata in
+//!   a last end-of-stream envelope (flag `0x02`, JSON).
 //!
+//! The call is observed (metrics, span) before the translation, so it counts as gRPC calls do.
 //! Connect states its timeout in `connect-timeout-ms`, which the router enforces here, with the
-//! server's own timeout, so that a call whose deadline passes is answered in Connect's form:
-//! the transports enforce only `grpc-timeout`. A ready call is still answered inline.
+//! server's own timeout, so that a call whose deadline passes is answered in Connect's form
+//! (the transports enforce only `grpc-timeout`): before the answer, and during a stream. A
+//! ready call is still answered inline.
 
-use std::pin::pin;
+use std::future::Future;
+use std::pin::{Pin, pin};
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
-use http::header::{CONTENT_ENCODING, CONTENT_TYPE};
+use http::header::{ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_TYPE};
 use http::{HeaderMap, HeaderName, HeaderValue};
-use http_body::Body as _;
+use http_body::{Body as _, Frame};
 use tonic::{Code, Status};
 
 use crate::FastFuture;
 use crate::body::{RequestBody, ResponseBody};
 use crate::codec::FRAME_HEADER_LEN;
-use crate::compression::GRPC_ENCODING;
+use crate::compression::{EncodingHeaders, GRPC_ENCODING};
 use crate::connect;
 use crate::deadline::{self, Deadline};
 use crate::handler::ResponseFuture;
-use crate::protocol::{Format, Wire};
-use crate::response::UnknownRoute;
+use crate::protocol::{Format, Protocol, Wire};
+use crate::response::ConnectHttpStatus;
 use crate::{metadata, spare_maps, status};
 
 /// The most of a reply body that is not whole (a hosted service's, or one a layer replaced)
 /// gathered to answer a Connect unary call with.
 const MAX_GATHERED: usize = 64 * 1024 * 1024;
 
-/// A Connect unary request, made ready for the gRPC handlers: its version checked, its
-/// deadline (`connect-timeout-ms`, or the server's `default_timeout` if shorter) put where
-/// handlers find it. The deadline comes back for [`unary_response`]; a malformed request, as
-/// the error it is answered with. (The handler reads Connect's `content-encoding` and
-/// `accept-encoding` itself: the request's `Wire` names them.)
-pub(crate) fn unary_request(
+/// A Connect request, made ready for the gRPC handlers: its version checked, its deadline
+/// (`connect-timeout-ms`, or the server's `default_timeout` if shorter) put where handlers find
+/// it. The deadline comes back for the translation of the answer; a malformed request, as the
+/// error it is answered with. (The handler reads Connect's encoding headers itself: the
+/// request's `Wire` names them.)
+fn prepare(
     request: &mut http::Request<RequestBody>,
     default_timeout: Option<Duration>,
 ) -> Result<Option<Deadline>, Status> {
@@ -210,8 +217,8 @@ fn error(head: http::response::Parts, status: &Status) -> http::Response<Respons
             response.headers_mut().append(name, value.clone());
         }
     }
-    if head.extensions.get::<UnknownRoute>().is_some() {
-        *response.status_mut() = http::StatusCode::NOT_FOUND;
+    if let Some(ConnectHttpStatus(http)) = head.extensions.get() {
+        *response.status_mut() = *http;
     }
     response
 }
@@ -224,16 +231,166 @@ fn content_type(format: Format) -> HeaderValue {
     }
 }
 
-/// Serves `request` through `serve` as a Connect unary call.
-pub(crate) fn serve_unary(
+/// Serves `request` through `serve` as a Connect call: unary or streaming, as its `wire` says.
+pub(crate) fn serve(
     mut request: http::Request<RequestBody>,
     wire: Wire,
     default_timeout: Option<Duration>,
     serve: impl FnOnce(http::Request<RequestBody>) -> ResponseFuture,
 ) -> ResponseFuture {
-    match unary_request(&mut request, default_timeout) {
+    let streaming = wire.protocol == Protocol::ConnectStream;
+    match prepare(&mut request, default_timeout) {
+        Ok(deadline) if streaming => stream_response(serve(request), deadline, wire),
         Ok(deadline) => unary_response(serve(request), deadline, wire),
+        Err(status) if streaming => FastFuture::ok(failed_stream(&status, wire)),
         Err(status) => FastFuture::ok(connect::error_response(&status)),
+    }
+}
+
+/// The answer to a Connect streaming call: `response`, the gRPC-form answer of its handler, in
+/// Connect's form (see [`translate_stream`]); ended with `DEADLINE_EXCEEDED` if `deadline`
+/// passes first, before the answer or during its stream.
+fn stream_response(
+    response: ResponseFuture,
+    deadline: Option<Deadline>,
+    wire: Wire,
+) -> ResponseFuture {
+    match response.into_ready() {
+        Ok(Ok(_)) if deadline::expired(deadline) => {
+            FastFuture::ok(failed_stream(&deadline::exceeded(), wire))
+        }
+        Ok(Ok(response)) => FastFuture::ok(translate_stream(response, deadline, wire)),
+        Ok(Err(never)) => match never {},
+        Err(pending) => FastFuture::boxed(async move {
+            let response = tokio::select! {
+                biased;
+                response = pending => response,
+                () = deadline::passes(deadline) => {
+                    return Ok(failed_stream(&deadline::exceeded(), wire));
+                }
+            };
+            let response = response.unwrap_or_else(|never| match never {});
+            Ok(translate_stream(response, deadline, wire))
+        }),
+    }
+}
+
+/// A gRPC-form answer in the form of Connect's streaming protocol: HTTP 200, the head's
+/// metadata as headers, the messages as they come (gRPC's frames are Connect's envelopes, flag
+/// `0x01` for a compressed one), and the status and trailing metadata in a last end-of-stream
+/// envelope. A trailers-only answer is that envelope alone, unless its refusal is one Connect
+/// answers with an HTTP status (an unknown route: 404).
+fn translate_stream(
+    response: http::Response<ResponseBody>,
+    deadline: Option<Deadline>,
+    wire: Wire,
+) -> http::Response<ResponseBody> {
+    let (head, body) = response.into_parts();
+    if body.is_end_stream() {
+        if head.extensions.get::<ConnectHttpStatus>().is_some() {
+            let status = Status::from_header_map(&head.headers)
+                .unwrap_or_else(|| Status::internal("the reply carries no status"));
+            return error(head, &status);
+        }
+        let status = Status::from_header_map(&head.headers);
+        let end = connect::end_stream(status.as_ref(), &head.headers);
+        return stream_answer(HeaderMap::new(), ResponseBody::whole(end), wire);
+    }
+    let mut headers = head.headers;
+    let encoding = headers.remove(GRPC_ENCODING);
+    let mut headers = connect::metadata_only(headers);
+    if let Some(accepted) = headers.remove(ACCEPT_ENCODING) {
+        headers.insert(EncodingHeaders::CONNECT_STREAM.accept().clone(), accepted);
+    }
+    if let Some(encoding) = encoding {
+        headers.insert(EncodingHeaders::CONNECT_STREAM.encoding().clone(), encoding);
+    }
+    let body = ResponseBody::new(StreamBody {
+        inner: Some(body),
+        deadline: deadline.map(|deadline| Box::pin(tokio::time::sleep_until(deadline.instant()))),
+    });
+    let mut response = stream_answer(headers, body, wire);
+    *response.extensions_mut() = head.extensions;
+    response
+}
+
+/// A streaming call that failed with `status` before its answer began: HTTP 200 and the
+/// end-of-stream envelope alone.
+fn failed_stream(status: &Status, wire: Wire) -> http::Response<ResponseBody> {
+    let metadata = status.metadata().clone().into_headers();
+    let end = connect::end_stream(Some(status), &metadata);
+    stream_answer(HeaderMap::new(), ResponseBody::whole(end), wire)
+}
+
+/// A streaming answer: HTTP 200, `headers` and the `content-type` of `wire`, `body`.
+fn stream_answer(
+    mut headers: HeaderMap,
+    body: ResponseBody,
+    wire: Wire,
+) -> http::Response<ResponseBody> {
+    headers.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static(match wire.format {
+            Format::Proto => "application/connect+proto",
+            Format::Json => "application/connect+json",
+        }),
+    );
+    let mut response = http::Response::new(body);
+    *response.headers_mut() = headers;
+    response
+}
+
+/// A streaming answer's body in Connect's form: the gRPC-form body's messages as they are,
+/// then, for its trailers (or the error it failed with, or the deadline passing), the
+/// end-of-stream envelope.
+struct StreamBody {
+    /// `None` once the end-of-stream envelope is out.
+    inner: Option<ResponseBody>,
+    /// The call's deadline, for a call that has one.
+    deadline: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl http_body::Body for StreamBody {
+    type Data = Bytes;
+    type Error = Status;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+        let this = &mut *self;
+        let Some(inner) = this.inner.as_mut() else {
+            return Poll::Ready(None);
+        };
+        let end = if this
+            .deadline
+            .as_mut()
+            .is_some_and(|deadline| deadline.as_mut().poll(cx).is_ready())
+        {
+            connect::end_stream(Some(&deadline::exceeded()), &HeaderMap::new())
+        } else {
+            match ready!(Pin::new(inner).poll_frame(cx)) {
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) => return Poll::Ready(Some(Ok(Frame::data(data)))),
+                    Err(frame) => {
+                        let trailers = frame.into_trailers().unwrap_or_default();
+                        let status = Status::from_header_map(&trailers);
+                        connect::end_stream(status.as_ref(), &trailers)
+                    }
+                },
+                Some(Err(status)) => connect::end_stream(Some(&status), &HeaderMap::new()),
+                // A body that ends without trailers (a hosted service's): no status to send.
+                None => connect::end_stream(None, &HeaderMap::new()),
+            }
+        };
+        // Dropping the reply stream ends the call (a deadline: DEADLINE_EXCEEDED).
+        this.inner = None;
+        this.deadline = None;
+        Poll::Ready(Some(Ok(Frame::data(end))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_none()
     }
 }
 

@@ -102,12 +102,11 @@ impl GrpcRouter {
         };
         let web = match wire.protocol {
             Protocol::Grpc => return self.serve(request),
-            Protocol::ConnectUnary => {
+            Protocol::ConnectUnary | Protocol::ConnectStream => {
                 let cors = self.cors_headers(headers);
-                let response =
-                    connect::serve_unary(request, wire, self.default_timeout, |request| {
-                        self.serve(request)
-                    });
+                let response = connect::serve(request, wire, self.default_timeout, |request| {
+                    self.serve(request)
+                });
                 if cors.is_empty() {
                     return response;
                 }
@@ -115,9 +114,6 @@ impl GrpcRouter {
                     response.headers_mut().extend(cors);
                     response
                 });
-            }
-            Protocol::ConnectStream => {
-                return FastFuture::ok(crate::response::unsupported_media_type());
             }
             Protocol::GrpcWeb | Protocol::GrpcWebText => Web::of(wire),
         };
