@@ -51,8 +51,8 @@ function check(condition, what) {
 
 const options = { timeoutMs: 10_000 };
 
-// The cases: each takes a client and the transport's protocol; `streams` marks those that
-// need a protocol with streaming (not yet Connect's).
+// The cases: each takes a client; `requestStreams` marks those that send a stream of
+// requests (which gRPC-Web cannot), `fullDuplex` those that need HTTP/2.
 const cases = [
   {
     name: "empty_unary",
@@ -141,7 +141,6 @@ const cases = [
   },
   {
     name: "server_streaming",
-    streams: true,
     async run(client) {
       const sizes = [31415, 9, 2653, 58979];
       const received = [];
@@ -154,14 +153,71 @@ const cases = [
       check(JSON.stringify(received) === JSON.stringify(sizes), `sizes ${received}`);
     },
   },
+  {
+    name: "client_streaming",
+    requestStreams: true,
+    async run(client) {
+      async function* requests() {
+        for (const size of [27182, 8, 1828, 45904]) {
+          yield { payload: { body: new Uint8Array(size) } };
+        }
+      }
+      const reply = await client.streamingInputCall(requests(), options);
+      check(reply.aggregatedPayloadSize === 74922, `sum ${reply.aggregatedPayloadSize}`);
+    },
+  },
+  {
+    name: "ping_pong",
+    requestStreams: true,
+    fullDuplex: true,
+    async run(client) {
+      const sizes = [31415, 9, 2653, 58979];
+      const received = [];
+      for await (const reply of client.fullDuplexCall(
+        (async function* () {
+          for (const size of sizes) {
+            yield { responseParameters: [{ size }], payload: { body: new Uint8Array(size) } };
+          }
+        })(),
+        options,
+      )) {
+        received.push(reply.payload?.body.length);
+      }
+      check(JSON.stringify(received) === JSON.stringify(sizes), `sizes ${received}`);
+    },
+  },
+  {
+    name: "timeout_on_sleeping_server",
+    fullDuplex: true,
+    async run(client) {
+      try {
+        for await (const _ of client.fullDuplexCall(
+          (async function* () {
+            yield { responseParameters: [{ size: 31415 }], payload: { body: new Uint8Array(27182) } };
+            await new Promise((resolve) => setTimeout(resolve, 2000));
+          })(),
+          { timeoutMs: 1 },
+        )) {
+          // Replies may come before the deadline.
+        }
+      } catch (error) {
+        const e = ConnectError.from(error);
+        check(e.code === Code.DeadlineExceeded, `code ${Code[e.code]}`);
+        return;
+      }
+      throw new Error("the call succeeded");
+    },
+  },
 ];
 
 let passed = 0;
 let failed = 0;
 for (const { name: transportName, protocol, transport } of transports) {
   const client = createClient(TestService, transport);
+  const http1 = transportName.endsWith("HTTP/1.1");
   for (const testCase of cases) {
-    if (testCase.streams && protocol === "connect") continue;
+    if (testCase.requestStreams && protocol === "grpc-web") continue;
+    if (testCase.fullDuplex && http1) continue;
     try {
       await testCase.run(client, protocol);
       passed++;
