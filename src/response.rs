@@ -35,6 +35,17 @@ pub(crate) fn unary_protocol_for_streaming_method() -> http::Response<ResponseBo
     )
 }
 
+/// The answer to a Connect GET request for a method whose proto does not say it has no side
+/// effects (`idempotency_level = NO_SIDE_EFFECTS`): 405, as connect-go answers.
+pub(crate) fn get_for_method_with_side_effects() -> http::Response<ResponseBody> {
+    refusal(
+        &Status::unimplemented(
+            "GET is for methods with idempotency_level = NO_SIDE_EFFECTS: send a POST",
+        ),
+        http::StatusCode::METHOD_NOT_ALLOWED,
+    )
+}
+
 /// The trailers-only answer carrying `status`, which Connect answers with `http`.
 fn refusal(status: &Status, http: http::StatusCode) -> http::Response<ResponseBody> {
     let mut response = self::status(status);

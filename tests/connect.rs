@@ -904,3 +904,79 @@ async fn a_unary_request_to_a_streaming_method_is_415() {
     assert_eq!(error_of(&response)["code"], "unimplemented");
     server.stop().await;
 }
+
+/// A GET over HTTP/2 to `path_and_query`.
+async fn get(server: &TestServer, path_and_query: &str) -> RawResponse {
+    raw_request(
+        server.addr,
+        http::Method::GET,
+        path_and_query,
+        &[],
+        Bytes::new(),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn get_calls_methods_without_side_effects_in_json_or_base64_proto() {
+    let server = server(Server::builder()).await;
+    // `{"s":"a b","i64":"7"}`, percent-encoded as browsers do.
+    let response = get(
+        &server,
+        "/jsontest.JsonTest/Echo?encoding=json&message=%7B%22s%22%3A%22a%20b%22%2C%22i64%22%3A%227%22%7D&connect=v1",
+    )
+    .await;
+    assert_eq!(response.status, 200, "{response:?}");
+    assert_eq!(body_json(&response), json!({ "s": "a b", "i64": "7" }));
+
+    let message = Scalars {
+        s: "proto".into(),
+        ..Default::default()
+    }
+    .encode_to_vec();
+    use base64::Engine as _;
+    let base64 = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&message);
+    let response = get(
+        &server,
+        &format!("/jsontest.JsonTest/Echo?message={base64}&encoding=proto&base64=1&unknown=ok"),
+    )
+    .await;
+    assert_eq!(response.status, 200, "{response:?}");
+    assert_eq!(response.headers["content-type"], "application/proto");
+    assert_eq!(Scalars::decode(response.body.clone()).unwrap().s, "proto");
+
+    // Over HTTP/1.1, as a browser's fetch sends it.
+    let request = "GET /jsontest.JsonTest/Echo?encoding=json&message=%7B%7D HTTP/1.1\r\n\
+                   host: test\r\nconnection: close\r\n\r\n";
+    let raw = support::http1::exchange(server.addr, request.as_bytes()).await;
+    let response = support::http1::responses(&raw).remove(0);
+    assert_eq!(response.status, 200, "{response:?}");
+    assert_eq!(response.body, b"{}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn get_is_refused_for_methods_with_side_effects_and_bad_queries() {
+    let server = server(Server::builder()).await;
+    let response = get(
+        &server,
+        "/jsontest.JsonTest/EchoWellKnown?encoding=json&message=%7B%7D",
+    )
+    .await;
+    assert_eq!(response.status, 405, "{response:?}");
+    assert_eq!(error_of(&response)["code"], "unimplemented");
+    for bad in [
+        "encoding=json&message=%zz",
+        "encoding=proto&base64=1&message=!!",
+        "encoding=yaml&message=x",
+        "encoding=json&message=%7Bnope",
+    ] {
+        let response = get(&server, &format!("/jsontest.JsonTest/Echo?{bad}")).await;
+        assert_eq!(response.status, 400, "{bad}: {response:?}");
+        assert_eq!(error_of(&response)["code"], "invalid_argument", "{bad}");
+    }
+    // A GET that is not Connect's is what it always was: 405.
+    let response = get(&server, "/jsontest.JsonTest/Echo?x=1").await;
+    assert_eq!(response.status, 405);
+    server.stop().await;
+}

@@ -266,17 +266,26 @@ fn route(service: &Service, method: &Method, index: usize, spawned: bool) -> Tok
         (true, false) => quote! { client_streaming },
         (true, true) => quote! { streaming },
     };
-    let config = if spawned {
-        quote! { self.config.method(&self.costs, #index).spawned() }
-    } else {
-        quote! { self.config.method(&self.costs, #index) }
-    };
+    let mut config = quote! { self.config.method(&self.costs, #index) };
+    if spawned {
+        config = quote! { #config.spawned() };
+    }
+    if no_side_effects(method) {
+        config = quote! { #config.no_side_effects() };
+    }
     quote! {
         #path => {
             let service = Arc::clone(&self.inner);
             #handler(request, #config, move |request| async move { service.#name(request).await })
         }
     }
+}
+
+/// Whether the method's proto says `option idempotency_level = NO_SIDE_EFFECTS`: the Connect
+/// protocol may then call it with GET.
+fn no_side_effects(method: &Method) -> bool {
+    method.options.idempotency_level
+        == Some(prost_types::method_options::IdempotencyLevel::NoSideEffects as i32)
 }
 
 fn full_service_name(service: &Service) -> String {
@@ -410,6 +419,31 @@ mod tests {
             "only Heavy's route does"
         );
         assert_eq!(code.matches(". spawned ()").count(), 1);
+    }
+
+    #[test]
+    fn methods_without_side_effects_are_marked_for_get() {
+        let mut safe = method("Get");
+        safe.options.idempotency_level =
+            Some(prost_types::method_options::IdempotencyLevel::NoSideEffects as i32);
+        let mut idempotent = method("Put");
+        idempotent.options.idempotency_level =
+            Some(prost_types::method_options::IdempotencyLevel::Idempotent as i32);
+        let service = Service {
+            name: "Svc".to_owned(),
+            proto_name: "Svc".to_owned(),
+            package: "pkg".to_owned(),
+            comments: Comments::default(),
+            methods: vec![safe, idempotent, method("Post")],
+            options: Default::default(),
+        };
+        let runtime: syn::Path = syn::parse_str("::fastgrpc").unwrap();
+        let code = server_module(&runtime, &service, &[]).to_string();
+        assert_eq!(code.matches(". no_side_effects ()").count(), 1, "{code}");
+        let get = code.find("\"/pkg.Svc/Get\"").unwrap();
+        let marked = code.find(". no_side_effects ()").unwrap();
+        let put = code.find("\"/pkg.Svc/Put\"").unwrap();
+        assert!(get < marked && marked < put, "only Get's route is marked");
     }
 
     #[test]

@@ -140,6 +140,9 @@ pub struct MethodConfig<'a> {
     inline: InlineMode,
     costs: &'a MethodCosts,
     index: usize,
+    /// The method's proto says `idempotency_level = NO_SIDE_EFFECTS`: Connect may call it
+    /// with GET.
+    pub(super) no_side_effects: bool,
 }
 
 impl HandlerConfig {
@@ -151,6 +154,7 @@ impl HandlerConfig {
             inline: self.inline,
             costs,
             index,
+            no_side_effects: false,
         }
     }
 }
@@ -159,6 +163,13 @@ impl MethodConfig<'_> {
     /// This method's calls always start in a spawned task (`spawn_method` in `build.rs`).
     pub fn spawned(mut self) -> Self {
         self.inline = InlineMode::Never;
+        self
+    }
+
+    /// Marks a method whose proto says `option idempotency_level = NO_SIDE_EFFECTS`, which
+    /// the Connect protocol may call with GET (a GET to any other method is refused, 405).
+    pub fn no_side_effects(mut self) -> Self {
+        self.no_side_effects = true;
         self
     }
 

@@ -40,6 +40,10 @@ where
     M: FnOnce(tonic::Request<Req>) -> F + Send + 'static,
     F: Future<Output = Result<tonic::Response<Resp>, Status>> + Send + 'static,
 {
+    // Only Connect sends GET, and only to methods without side effects.
+    if request.method() == http::Method::GET && !config.no_side_effects {
+        return FastFuture::ok(crate::response::get_for_method_with_side_effects());
+    }
     respond(
         config.config,
         call_with_message(request, config, method).map(|(reply, encoding)| {

@@ -76,6 +76,131 @@ fn prepare(
     Ok(deadline)
 }
 
+/// The longest query a Connect GET may have: its message is at most this long, encoded.
+const MAX_GET_QUERY: usize = 32 * 1024;
+
+/// A Connect GET request (`?encoding=proto|json&message=..`, with `base64=1` for a message in
+/// base64, `compression` for a compressed one, `connect=v1`; other parameters are ignored) as
+/// the unary POST it stands for: the message as its body, `content-type` and
+/// `content-encoding` from the query. The method stays GET, so that the handler refuses a
+/// method with side effects. `None` for a GET that is not Connect's (no `encoding`).
+pub(crate) fn get_request(
+    request: http::Request<RequestBody>,
+) -> Option<Result<(http::Request<RequestBody>, Wire), Status>> {
+    // A clone shares the URI's bytes: the parameters borrow it while the request moves on.
+    let uri = request.uri().clone();
+    let query = uri.query()?;
+    let mut encoding = None;
+    let mut message = None;
+    let mut base64 = false;
+    let mut compression = None;
+    let mut version_ok = true;
+    for pair in query.split('&') {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        match name {
+            "encoding" => encoding = Some(value),
+            "message" => message = Some(value),
+            "base64" => base64 = value == "1",
+            "compression" => compression = Some(value),
+            "connect" => version_ok = value == "v1",
+            _ => {}
+        }
+    }
+    let format = match encoding? {
+        "proto" => Format::Proto,
+        "json" => Format::Json,
+        other => {
+            return Some(Err(Status::invalid_argument(format!(
+                "a Connect GET's encoding is proto or json, not {:?}",
+                status::excerpt(other)
+            ))));
+        }
+    };
+    Some(get_parts(
+        request,
+        format,
+        message,
+        base64,
+        compression,
+        version_ok,
+    ))
+}
+
+/// The rest of [`get_request`], once the request is known to be a Connect GET.
+fn get_parts(
+    request: http::Request<RequestBody>,
+    format: Format,
+    message: Option<&str>,
+    base64: bool,
+    compression: Option<&str>,
+    version_ok: bool,
+) -> Result<(http::Request<RequestBody>, Wire), Status> {
+    if !version_ok {
+        return Err(Status::invalid_argument(
+            "a Connect GET's connect parameter must be v1",
+        ));
+    }
+    if request.uri().query().map_or(0, str::len) > MAX_GET_QUERY {
+        return Err(Status::resource_exhausted(format!(
+            "a Connect GET's query is limited to {MAX_GET_QUERY} bytes: send a POST"
+        )));
+    }
+    let message = percent_decoded(message.unwrap_or_default())?;
+    let message = if base64 {
+        let text = std::str::from_utf8(&message).unwrap_or_default();
+        crate::types::decode_base64(text).ok_or_else(|| {
+            Status::invalid_argument("a Connect GET's message is not valid base64")
+        })?
+    } else {
+        message
+    };
+    let (mut parts, _) = request.into_parts();
+    let wire = Wire {
+        protocol: Protocol::ConnectUnary,
+        format,
+    };
+    parts.headers.insert(CONTENT_TYPE, content_type(format));
+    if let Some(compression) = compression.filter(|name| *name != "identity") {
+        let value = HeaderValue::from_str(compression)
+            .map_err(|_| Status::invalid_argument("a Connect GET's compression is not a name"))?;
+        parts.headers.insert(CONTENT_ENCODING, value);
+    }
+    let body = RequestBody::complete(Bytes::from(message));
+    Ok((http::Request::from_parts(parts, body), wire))
+}
+
+/// A query value's bytes: `%XX` escapes decoded, `+` as a space (as HTML forms and Go's
+/// `url.Query` have it).
+fn percent_decoded(value: &str) -> Result<Vec<u8>, Status> {
+    let bytes = value.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' => {
+                let hex = bytes
+                    .get(i + 1..i + 3)
+                    .and_then(|hex| std::str::from_utf8(hex).ok())
+                    .and_then(|hex| u8::from_str_radix(hex, 16).ok())
+                    .ok_or_else(|| {
+                        Status::invalid_argument("a Connect GET's message has a bad % escape")
+                    })?;
+                out.push(hex);
+                i += 3;
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            byte => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Parses `connect-timeout-ms`: 1 to 10 ASCII digits, milliseconds. Anything else is
 /// `INVALID_ARGUMENT` (connect-go refuses such a value too).
 pub(crate) fn parse_timeout_ms(value: &HeaderValue) -> Result<Duration, Status> {
@@ -397,6 +522,62 @@ impl http_body::Body for StreamBody {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn get(query: &str) -> Option<Result<(http::Request<RequestBody>, Wire), Status>> {
+        let request = http::Request::get(format!("/pkg.Svc/M?{query}"))
+            .body(RequestBody::empty())
+            .unwrap();
+        get_request(request)
+    }
+
+    fn body_of(request: http::Request<RequestBody>) -> Vec<u8> {
+        request.into_body().into_complete().unwrap().to_vec()
+    }
+
+    #[test]
+    fn a_connect_get_becomes_the_post_it_stands_for() {
+        let (request, wire) = get("encoding=json&message=%7B%22a%22%3A+1%7D&connect=v1&x=y")
+            .unwrap()
+            .unwrap();
+        assert_eq!(wire.format, Format::Json);
+        assert_eq!(request.method(), http::Method::GET, "the handler checks it");
+        assert_eq!(request.headers()[CONTENT_TYPE], "application/json");
+        assert_eq!(body_of(request), br#"{"a": 1}"#);
+
+        let (request, wire) = get("message=CgNhYmM&encoding=proto&base64=1&compression=gzip")
+            .unwrap()
+            .unwrap();
+        assert_eq!(wire.format, Format::Proto);
+        assert_eq!(request.headers()[CONTENT_ENCODING], "gzip");
+        assert_eq!(body_of(request), b"\x0a\x03abc");
+
+        let (request, _) = get("encoding=proto").unwrap().unwrap();
+        assert!(
+            body_of(request).is_empty(),
+            "no message is the empty message"
+        );
+    }
+
+    #[test]
+    fn a_get_without_encoding_is_not_connect_s_and_bad_ones_are_refused() {
+        assert!(get("message=abc").is_none());
+        assert!(get("").is_none());
+        for bad in [
+            "encoding=xml&message=a",
+            "encoding=proto&message=%zz",
+            "encoding=proto&message=%4",
+            "encoding=proto&base64=1&message=not*base64",
+            "encoding=proto&connect=v2",
+        ] {
+            let status = get(bad).unwrap().unwrap_err();
+            assert_eq!(status.code(), Code::InvalidArgument, "{bad}");
+        }
+        let long = format!("encoding=proto&message={}", "a".repeat(MAX_GET_QUERY));
+        assert_eq!(
+            get(&long).unwrap().unwrap_err().code(),
+            Code::ResourceExhausted
+        );
+    }
 
     #[test]
     fn connect_timeout_ms_is_up_to_ten_digits_of_milliseconds() {

@@ -88,6 +88,13 @@ impl GrpcRouter {
     /// Connect call is served as gRPC and its answer translated back (`web`, `connect`).
     pub(crate) fn call(&self, request: http::Request<RequestBody>) -> ResponseFuture {
         let headers = request.headers();
+        if request.method() == http::Method::GET && request.uri().query().is_some() {
+            return match connect::get_request(request) {
+                Some(Ok((request, wire))) => self.serve_connect(request, wire),
+                Some(Err(status)) => FastFuture::ok(crate::connect::error_response(&status)),
+                None => FastFuture::ok(crate::response::method_not_allowed()),
+            };
+        }
         if request.method() != http::Method::POST {
             // A browser asking whether a page of another origin may call.
             let preflight = request.method() == http::Method::OPTIONS
@@ -103,17 +110,7 @@ impl GrpcRouter {
         let web = match wire.protocol {
             Protocol::Grpc => return self.serve(request),
             Protocol::ConnectUnary | Protocol::ConnectStream => {
-                let cors = self.cors_headers(headers);
-                let response = connect::serve(request, wire, self.default_timeout, |request| {
-                    self.serve(request)
-                });
-                if cors.is_empty() {
-                    return response;
-                }
-                return response.map(move |mut response| {
-                    response.headers_mut().extend(cors);
-                    response
-                });
+                return self.serve_connect(request, wire);
             }
             Protocol::GrpcWeb | Protocol::GrpcWebText => Web::of(wire),
         };
@@ -124,6 +121,21 @@ impl GrpcRouter {
                 .map(move |response| web.web_response(response, cors)),
             Err(status) => FastFuture::ok(web.web_response(crate::response::status(&status), cors)),
         }
+    }
+
+    /// Answers a Connect call, with what lets the page that sent it read the answer.
+    fn serve_connect(&self, request: http::Request<RequestBody>, wire: Wire) -> ResponseFuture {
+        let cors = self.cors_headers(request.headers());
+        let response = connect::serve(request, wire, self.default_timeout, |request| {
+            self.serve(request)
+        });
+        if cors.is_empty() {
+            return response;
+        }
+        response.map(move |mut response| {
+            response.headers_mut().extend(cors);
+            response
+        })
     }
 
     /// What lets the page that sent a request with `headers` read its answer: computed while

@@ -16,6 +16,10 @@ mod structs;
 mod timestamp;
 mod wrappers;
 
+/// Base64 in either alphabet, padded or not, as ProtoJSON reads bytes (and Connect a GET's
+/// message).
+pub(crate) use self::wrappers::bytes::decode as decode_base64;
+
 use std::fmt;
 
 use base64::Engine as _;
@@ -120,7 +124,7 @@ impl<'de> Deserialize<'de> for Any {
                         "@type" => any.type_url = map.next_value()?,
                         "value" => {
                             let text: String = map.next_value()?;
-                            any.value = wrappers::bytes::decode(&text).ok_or_else(|| {
+                            any.value = decode_base64(&text).ok_or_else(|| {
                                 de::Error::invalid_value(de::Unexpected::Str(&text), &self)
                             })?;
                         }

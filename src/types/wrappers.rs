@@ -255,7 +255,7 @@ pub(super) mod bytes {
         GeneralPurpose::new(&base64::alphabet::URL_SAFE, EITHER_PADDING);
 
     /// Decodes base64 in either alphabet, padded or not.
-    pub(in crate::types) fn decode(text: &str) -> Option<Vec<u8>> {
+    pub(crate) fn decode(text: &str) -> Option<Vec<u8>> {
         if text.contains(['-', '_']) {
             URL_SAFE_ANY.decode(text).ok()
         } else {

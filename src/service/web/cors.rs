@@ -168,7 +168,7 @@ impl Cors {
         let headers = response.headers_mut();
         headers.insert(
             ACCESS_CONTROL_ALLOW_METHODS,
-            HeaderValue::from_static("POST, OPTIONS"),
+            HeaderValue::from_static("GET, POST, OPTIONS"),
         );
         // Whatever headers the page's call will send (content-type, x-grpc-web, grpc-timeout,
         // its own metadata): they are metadata to the server, as over gRPC.
