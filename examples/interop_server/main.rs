@@ -4,7 +4,8 @@
 //! Serves the unary methods (`EmptyCall`, `UnaryCall`) and the streaming ones
 //! (`StreamingOutputCall`, `StreamingInputCall`, `FullDuplexCall`, `HalfDuplexCall`).
 //! `UnimplementedCall` is deliberately left out, so callers get `UNIMPLEMENTED`, as the interop
-//! suite expects.
+//! suite expects. Beside it, `jsontest.JsonTest` echoes its messages, for the Connect clients'
+//! JSON and GET cases.
 //!
 //! Options: `--port N` (default 10000), `--host ADDR` (default 127.0.0.1).
 
@@ -12,8 +13,10 @@ use fastgrpc::Server;
 
 pub use protos::grpc_testing;
 
+mod echo;
 mod service;
 
+use echo::Echo;
 use service::Interop;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -48,6 +51,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("interop server listening on {addr}");
         Server::builder()
             .add_service(Interop::server())
+            .add_service(Echo::server())
             .serve_with_shutdown(addr, async {
                 let _ = tokio::signal::ctrl_c().await;
             })
