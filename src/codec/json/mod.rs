@@ -36,10 +36,6 @@ pub fn decode<M: DeserializeOwned + 'static>(json: &[u8]) -> Result<M, Status> {
 
 /// Appends `message` to `out` as JSON.
 pub(crate) fn encode<M: Serialize + 'static>(message: &M, out: &mut Vec<u8>) -> Result<(), Status> {
-    if TypeId::of::<M>() == TypeId::of::<()>() {
-        out.extend_from_slice(b"{}");
-        return Ok(());
-    }
     write(message, out).map_err(|error| {
         Status::internal(format!(
             "failed to encode the response message as JSON: {error}"
@@ -47,11 +43,15 @@ pub(crate) fn encode<M: Serialize + 'static>(message: &M, out: &mut Vec<u8>) -> 
     })
 }
 
-/// Writes `message` as ProtoJSON to `out`: non-finite floats as strings.
-pub fn write<M: Serialize + ?Sized>(
+/// Writes `message` as ProtoJSON to `out`: non-finite floats as strings, `()` as `{}`.
+pub fn write<M: Serialize + 'static>(
     message: &M,
     out: &mut Vec<u8>,
 ) -> Result<(), serde_json::Error> {
+    if TypeId::of::<M>() == TypeId::of::<()>() {
+        out.extend_from_slice(b"{}");
+        return Ok(());
+    }
     message.serialize(finite::Finite(&mut serde_json::Serializer::new(out)))
 }
 
