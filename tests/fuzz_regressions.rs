@@ -51,6 +51,16 @@ fn route() {
 }
 
 #[test]
+fn json_decode() {
+    replay("json_decode", oracles::json_decode);
+}
+
+#[test]
+fn connect_call() {
+    replay("connect_call", oracles::connect_call);
+}
+
+#[test]
 fn http2_frame_corpus() {
     replay("http2_frame", oracles::http2_frame);
 }

@@ -32,6 +32,10 @@ use prost::Message;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+mod connect;
+
+pub use connect::{connect_call, json_decode};
+
 /// A message with every kind of field prost decodes: strings, bytes, packed numbers, nested
 /// and recursive messages, a map and a oneof.
 #[derive(Clone, PartialEq, prost::Message, serde::Serialize, serde::Deserialize)]
@@ -615,7 +619,20 @@ pub fn route(data: &[u8]) {
         (!service.is_empty() && !method.is_empty() && !method.contains('/')).then_some(service)
     });
     let routed = response.headers().get("x-routed-to");
-    if method != http::Method::POST {
+    // A GET with an `encoding` parameter is Connect's (its own reading: `connect_call`).
+    let connect_get = method == http::Method::GET
+        && path.query().is_some_and(|query| {
+            query
+                .split('&')
+                .any(|pair| pair.split('=').next() == Some("encoding"))
+        });
+    if connect_get {
+        assert!(
+            [400, 404, 429, 500].contains(&response.status().as_u16()),
+            "a Connect GET answered {}",
+            response.status()
+        );
+    } else if method != http::Method::POST {
         assert_eq!(response.status(), http::StatusCode::METHOD_NOT_ALLOWED);
     } else if is_connect {
         if service == Some("fuzz.Echo") {

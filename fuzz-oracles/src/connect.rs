@@ -1,0 +1,233 @@
+//! The oracles of the JSON codec and of the Connect protocol's framing.
+
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+
+use bytes::Bytes;
+use fastgrpc::internals::codec::{decode_json, write_json};
+use fastgrpc::service::{FastService, RequestBody, ResponseBody};
+use fastgrpc::{Code, FastFuture, Request, Response, RpcFuture};
+use http::HeaderValue;
+use http_body::Body;
+use prost::Message;
+use protos::jsontest::json_test_server::{JsonTest, JsonTestServer};
+use protos::jsontest::{Scalars, WellKnown};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::ready;
+
+// ---------------------------------------------------------------------------------------------
+// json_decode: [selector, json...]
+//   selector bits 0-1: the message type (Scalars, WellKnown, (), HelloRequest)
+
+/// The JSON decoder on any bytes: a refusal is `INVALID_ARGUMENT`; what it accepts is written
+/// back, and reading that again writes the same bytes (a fixed point after one round).
+pub fn json_decode(data: &[u8]) {
+    let [selector, json @ ..] = data else {
+        return;
+    };
+    match selector & 3 {
+        0 => round_trip::<Scalars>(json),
+        1 => round_trip::<WellKnown>(json),
+        2 => round_trip::<()>(json),
+        _ => round_trip::<protos::helloworld::HelloRequest>(json),
+    }
+}
+
+fn round_trip<M: Serialize + DeserializeOwned + 'static>(json: &[u8]) {
+    let message = match decode_json::<M>(json) {
+        Ok(message) => message,
+        Err(status) => {
+            assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+            return;
+        }
+    };
+    let mut written = Vec::new();
+    write_json(&message, &mut written).expect("what was read can be written");
+    let again: M = decode_json(&written).expect("what was written reads");
+    let mut rewritten = Vec::new();
+    write_json(&again, &mut rewritten).expect("writes");
+    assert_eq!(
+        String::from_utf8_lossy(&written),
+        String::from_utf8_lossy(&rewritten),
+        "writing is a fixed point after one round trip"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// connect_call: [kind, body...]
+//   kind bits 0-1: unary proto, unary JSON, streaming proto, streaming JSON;
+//   kind bit 2: the body is a GET's query instead (to `Echo`, which has no side effects)
+//   kind bit 3: the method is `EchoWellKnown` instead of `Echo`
+
+/// A Connect call of any body through a server's `Dispatcher` hosting `jsontest.JsonTest`,
+/// whose methods echo: a unary answer is the request's message or a JSON error with a known
+/// code; a streaming answer is HTTP 200, the request's messages echoed, then the end-of-stream
+/// envelope.
+pub fn connect_call(data: &[u8]) {
+    let [kind, body @ ..] = data else {
+        return;
+    };
+    let method = if kind & 8 == 0 {
+        "Echo"
+    } else {
+        "EchoWellKnown"
+    };
+    let (content_type, streaming, json) = match kind & 3 {
+        0 => ("application/proto", false, false),
+        1 => ("application/json", false, true),
+        2 => ("application/connect+proto", true, false),
+        _ => ("application/connect+json", true, true),
+    };
+    let dispatcher = fastgrpc::Server::builder()
+        .add_service(JsonTestServer::new(Echo))
+        .into_dispatcher();
+    let request = if kind & 4 != 0 {
+        let Ok(query) = std::str::from_utf8(body) else {
+            return;
+        };
+        let Ok(request) = http::Request::get(format!("/jsontest.JsonTest/Echo?{query}"))
+            .body(RequestBody::empty())
+        else {
+            return;
+        };
+        request
+    } else {
+        http::Request::post(format!("/jsontest.JsonTest/{method}"))
+            .header(http::header::CONTENT_TYPE, content_type)
+            .body(RequestBody::complete(Bytes::copy_from_slice(body)))
+            .expect("a valid request")
+    };
+    let get = kind & 4 != 0;
+    let response = ready(dispatcher.call(request), "a call of an echo").expect("infallible");
+    let status = response.status();
+    let headers = response.headers().clone();
+    let answer = drain(response.into_body());
+    if get {
+        // Its own reading is the unit tests'; here, a clear answer of some kind.
+        assert!(
+            [200, 400, 404, 405, 429, 500, 501].contains(&status.as_u16()),
+            "GET answered {status}"
+        );
+        return;
+    }
+    if streaming {
+        assert_eq!(status, 200, "a streaming answer is 200 whatever its status");
+        let answered = envelopes(&answer).expect("the answer is whole envelopes");
+        let (end, messages) = answered.split_last().expect("an end-of-stream envelope");
+        assert_eq!(end.0, 0x02, "the last envelope ends the stream");
+        let end: serde_json::Value = serde_json::from_slice(&end.1).expect("JSON");
+        if let Some(code) = end.get("error").and_then(|error| error.get("code")) {
+            assert!(CODES.contains(&code.as_str().unwrap_or_default()), "{end}");
+        } else {
+            // Echoed: every request envelope's message, as the server reads it.
+            let requests = envelopes(body).expect("a request the server took is envelopes");
+            assert_eq!(messages.len(), requests.len().min(1));
+            for (reply, request) in messages.iter().zip(&requests) {
+                assert_eq!(reply.0, 0);
+                assert_echoed(method, json, &request.1, &reply.1);
+            }
+        }
+        return;
+    }
+    if status == 200 {
+        assert_eq!(
+            headers[http::header::CONTENT_TYPE],
+            HeaderValue::from_static(content_type)
+        );
+        assert_echoed(method, json, body, &answer);
+    } else {
+        let error: serde_json::Value = serde_json::from_slice(&answer).expect("a JSON error");
+        let code = error["code"].as_str().unwrap_or_default();
+        assert!(CODES.contains(&code), "{error}");
+    }
+}
+
+/// Connect's code names.
+const CODES: [&str; 16] = [
+    "canceled",
+    "unknown",
+    "invalid_argument",
+    "deadline_exceeded",
+    "not_found",
+    "already_exists",
+    "permission_denied",
+    "resource_exhausted",
+    "failed_precondition",
+    "aborted",
+    "out_of_range",
+    "unimplemented",
+    "internal",
+    "unavailable",
+    "data_loss",
+    "unauthenticated",
+];
+
+/// `reply` is `request`'s message, as an independent decode of the request reads it.
+fn assert_echoed(method: &str, json: bool, request: &[u8], reply: &[u8]) {
+    match (method, json) {
+        ("Echo", false) => assert_eq!(
+            Scalars::decode(request).expect("the server decoded it"),
+            Scalars::decode(reply).expect("a reply decodes")
+        ),
+        (_, false) => assert_eq!(
+            WellKnown::decode(request).expect("the server decoded it"),
+            WellKnown::decode(reply).expect("a reply decodes")
+        ),
+        ("Echo", true) => same_json::<Scalars>(request, reply),
+        (_, true) => same_json::<WellKnown>(request, reply),
+    }
+}
+
+/// `reply` is what writing the message `request` reads as gives.
+fn same_json<M: Serialize + DeserializeOwned + 'static>(request: &[u8], reply: &[u8]) {
+    let message: M = decode_json(request).expect("the server read it");
+    let mut written = Vec::new();
+    write_json(&message, &mut written).expect("writes");
+    assert_eq!(written, reply);
+}
+
+/// The envelopes of `body` (flag, payload); `None` if it does not divide into whole ones.
+fn envelopes(mut body: &[u8]) -> Option<Vec<(u8, Vec<u8>)>> {
+    let mut envelopes = Vec::new();
+    while !body.is_empty() {
+        let header = body.first_chunk::<5>()?;
+        let len = u32::from_be_bytes([header[1], header[2], header[3], header[4]]) as usize;
+        let payload = body.get(5..5 + len)?;
+        envelopes.push((header[0], payload.to_vec()));
+        body = &body[5 + len..];
+    }
+    Some(envelopes)
+}
+
+/// All of a body's data, polled to its end (every frame must be ready: the echo never waits).
+fn drain(mut body: ResponseBody) -> Vec<u8> {
+    let mut data = Vec::new();
+    let mut cx = Context::from_waker(Waker::noop());
+    loop {
+        match Pin::new(&mut body).poll_frame(&mut cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let Ok(chunk) = frame.into_data() {
+                    data.extend_from_slice(&chunk);
+                }
+            }
+            Poll::Ready(Some(Err(status))) => panic!("the body failed: {status:?}"),
+            Poll::Ready(None) => return data,
+            Poll::Pending => panic!("an echo's body is pending"),
+        }
+    }
+}
+
+/// Echoes what it is sent.
+struct Echo;
+
+impl JsonTest for Echo {
+    fn echo(&self, request: Request<Scalars>) -> impl RpcFuture<Scalars> {
+        FastFuture::ok(Response::new(request.into_inner()))
+    }
+
+    fn echo_well_known(&self, request: Request<WellKnown>) -> impl RpcFuture<WellKnown> {
+        FastFuture::ok(Response::new(request.into_inner()))
+    }
+}
