@@ -18,7 +18,7 @@
 #   bash benches/e2e.sh web        # gRPC-Web unary over HTTP/2 and HTTP/1.1 (h2load --h1),
 #                                  # against tonic with tonic-web and accept_http1
 #   bash benches/e2e.sh connect    # Connect unary (proto and JSON over h2c, proto over HTTP/1.1)
-#                                  # beside fastgrpc's own gRPC unary, one worker each
+#                                  # against connectrpc 0.9.1, beside fastgrpc's gRPC unary
 #   bash benches/e2e.sh metrics    # light unary with gRFC A66 metrics on and off, and tonic
 #   bash benches/e2e.sh large      # unary calls of 1 MiB each way, one connection x 4 streams
 #   bash benches/e2e.sh clientstream  # client streaming: 1,000 messages of 100 bytes a call,
@@ -57,7 +57,7 @@ printf '\x00\x00\x00\x00\x07\x0a\x05world' > "$body"
 command -v h2load >/dev/null || { echo "h2load missing: apt-get install nghttp2-client" >&2; exit 1; }
 cargo build --release --quiet --example greeter_server --example tonic_greeter_server \
   --example interop_server --example tonic_streaming_server \
-  --example load_probe
+  --example load_probe --example connectrpc_greeter_server
 
 fastgrpc=(target/release/examples/greeter_server --addr "127.0.0.1:$port")
 tonic=(target/release/examples/tonic_greeter_server --addr "127.0.0.1:$port")
@@ -140,15 +140,21 @@ for line in open(sys.argv[1]):
     server = servers.setdefault(re.sub(r" \(round \d+\)$", "", name), {})
     for label, value in zip(figures[::2], figures[1::2]):
         server.setdefault(label, []).append(float(value))
-# The reference the ratios are to: tonic, or the server whose name holds REFERENCE.
+# The reference the ratios are to: tonic, or the server whose name holds REFERENCE; with
+# BY_SHAPE, the server named REFERENCE followed by the same shape ("SERVER SHAPE...").
 reference = os.environ.get("REFERENCE", "tonic")
 tonic = next((figures for name, figures in servers.items() if reference in name), {})
+def reference_of(name):
+    if not os.environ.get("BY_SHAPE"):
+        return tonic
+    return servers.get(f"{reference} {name.split(' ', 1)[1]}", {})
 show = lambda value: f"{value:.0f}" if abs(value) >= 100 else f"{value:.3f}"
 for name, figures in servers.items():
     parts = []
+    peer = reference_of(name)
     for label, values in figures.items():
         median = statistics.median(values)
-        ratio = median / statistics.median(tonic[label]) if tonic.get(label) else float("nan")
+        ratio = median / statistics.median(peer[label]) if peer.get(label) else float("nan")
         parts.append(f"{label} {show(median)} ({ratio:.2f}x {reference})")
     print(f"{'median ' + name:<34} " + ", ".join(parts))
 PY
@@ -384,24 +390,32 @@ case "${1:-}" in
     done
     exit 0 ;;
   connect)
-    # Connect unary SayHello, one worker, as the light shapes: proto and JSON over h2c at 4x16,
-    # proto over HTTP/1.1 with 16 connections (one call at a time each, as browsers send); and
-    # fastgrpc's own gRPC unary at 4x16, the reference of the ratios.
+    # Connect unary SayHello, one worker, as the light shapes: 1. proto and 2. JSON over h2c at
+    # 4x16, 3. proto over HTTP/1.1 with 16 connections (one call at a time each, as browsers
+    # send); fastgrpc against connectrpc 0.9.1 (the Connect project's Rust server), and
+    # fastgrpc's own gRPC unary at 4x16 beside them.
+    connectrpc=(target/release/examples/connectrpc_greeter_server --addr "127.0.0.1:$port")
     for round in $(seq "$rounds"); do
       printf '\x00\x00\x00\x00\x07\x0a\x05world' > "$body"
       request_args=(-H 'content-type: application/grpc' -H 'te: trailers')
-      run "grpc h2 4x16 (round $round)" 200000 4 16 0 -- "${fastgrpc[@]}" --workers 1
-      printf '\x0a\x05world' > "$body"
-      request_args=(-H 'content-type: application/proto')
-      run "connect proto h2 4x16 (round $round)" 200000 4 16 0 -- "${fastgrpc[@]}" --workers 1
-      printf '{"name":"world"}' > "$body"
-      request_args=(-H 'content-type: application/json')
-      run "connect json h2 4x16 (round $round)" 200000 4 16 0 -- "${fastgrpc[@]}" --workers 1
-      printf '\x0a\x05world' > "$body"
-      request_args=(-H 'content-type: application/proto' --h1)
-      run "connect proto h1 16x1 (round $round)" 100000 16 1 0 -- "${fastgrpc[@]}" --workers 1
+      run "fastgrpc grpc-h2 4x16 (round $round)" 200000 4 16 0 -- "${fastgrpc[@]}" --workers 1
+      for server in fastgrpc connectrpc; do
+        if [[ $server == fastgrpc ]]; then command=("${fastgrpc[@]}"); else command=("${connectrpc[@]}"); fi
+        printf '\x0a\x05world' > "$body"
+        request_args=(-H 'content-type: application/proto')
+        run "$server connect-proto-h2 4x16 (round $round)" 200000 4 16 0 -- "${command[@]}" --workers 1
+        printf '{"name":"world"}' > "$body"
+        request_args=(-H 'content-type: application/json')
+        run "$server connect-json-h2 4x16 (round $round)" 200000 4 16 0 -- "${command[@]}" --workers 1
+        printf '\x0a\x05world' > "$body"
+        request_args=(-H 'content-type: application/proto' --h1)
+        run "$server connect-proto-h1 16x1 (round $round)" 100000 16 1 0 -- "${command[@]}" --workers 1
+      done
     done
-    REFERENCE=grpc medians
+    echo "against fastgrpc's gRPC unary:"
+    REFERENCE="fastgrpc grpc" medians
+    echo "against connectrpc, shape by shape:"
+    REFERENCE=connectrpc BY_SHAPE=1 medians
     exit 0 ;;
   mixed)
     # 8 loops of 1 ms SayHello calls and 8 loops of health checks on one connection, two
