@@ -8,7 +8,7 @@ use support::pb::jsontest::{Color, Nested, Scalars, WellKnown, scalars};
 use fastgrpc::internals::codec::{decode_json, write_json};
 
 /// `message` as the server writes it.
-fn to_json<M: serde::Serialize>(message: &M) -> Value {
+fn to_json<M: serde::Serialize + 'static>(message: &M) -> Value {
     let mut out = Vec::new();
     write_json(message, &mut out).expect("serializes");
     serde_json::from_slice(&out).expect("valid JSON")

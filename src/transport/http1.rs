@@ -13,6 +13,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use bytes::{Bytes, BytesMut};
+use http_body::Body as _;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use pin_project_lite::pin_project;
@@ -23,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 use super::connect_info::ConnectInfo;
 use super::{Started, panic_response, start_call};
 use crate::body::{RequestBody, ResponseBody};
-use crate::deadline;
+use crate::deadline::{self, Deadline};
 use crate::handler::ResponseFuture;
 use crate::protocol::{Protocol, Wire};
 use crate::server::Shared;
@@ -63,16 +65,91 @@ pub(crate) async fn serve<IO>(
     }
 }
 
+/// A request body of at most this many bytes (by its `content-length`) is read whole before
+/// the call starts, so the call runs as a ready one: answered in the poll that read the body,
+/// with no box or task, as over HTTP/2, where a connection reads what the socket has before it
+/// starts calls. A larger or chunked body streams to the handler.
+const MAX_READ_FIRST: u64 = 64 * 1024;
+
+/// The most of a refused request's body read (and dropped) before the refusal is sent; past
+/// it the refusal goes out anyway, and hyper closes the connection.
+const MAX_DRAINED: usize = 4 * 1024 * 1024;
+
 pin_project! {
-    /// The answer to one request: the service's response, or `DEADLINE_EXCEEDED` if the call's
-    /// deadline passes first. A ready response is taken at the first poll, without a box.
-    /// HTTP/1.1's form of `call::finish_call` (hyper needs a future it can name, and has no
-    /// reset to watch: it drops the future when the client goes), with its rules: an answer
-    /// after the deadline is `DEADLINE_EXCEEDED`, a panic `INTERNAL`.
+    /// The answer to one request: its body read first if it is small (or refused), then the
+    /// service's response, or `DEADLINE_EXCEEDED` if the call's deadline passes first. A ready
+    /// response is taken at the first poll after the body, without a box. HTTP/1.1's form of
+    /// `call::finish_call` (hyper needs a future it can name, and has no reset to watch: it
+    /// drops the future when the client goes), with its rules: an answer after the deadline is
+    /// `DEADLINE_EXCEEDED`, a panic `INTERNAL`.
     struct Answer {
-        response: ResponseFuture,
+        stage: Stage,
         #[pin]
         deadline: Option<Sleep>,
+    }
+}
+
+/// Where an answer is.
+enum Stage {
+    /// Reading the request's body, before anything else.
+    Reading {
+        body: Incoming,
+        /// What was read, kept for the call (or dropped, for a refusal).
+        read: Read,
+        then: Then,
+    },
+    /// The call, started.
+    Calling(ResponseFuture),
+    /// Answered.
+    Done,
+}
+
+/// What an answer does once the body is read.
+enum Then {
+    /// Starts the call with the whole body.
+    Call(Call),
+    /// Sends this refusal; the body was read only so that the client can read the answer.
+    Refuse(http::Response<ResponseBody>),
+}
+
+/// A call waiting for its body.
+struct Call {
+    shared: Arc<Shared>,
+    connect_info: Option<ConnectInfo>,
+    head: http::request::Parts,
+    deadline: Option<Deadline>,
+}
+
+/// The body read so far.
+#[derive(Default)]
+struct Read {
+    /// The first chunk, kept as it came (the usual case: a small body in one chunk).
+    first: Option<Bytes>,
+    /// The chunks joined, once there is a second one.
+    joined: BytesMut,
+    /// Bytes read in all (for a refusal, which keeps none).
+    len: usize,
+}
+
+impl Read {
+    fn push(&mut self, data: Bytes, keep: bool) {
+        self.len += data.len();
+        if !keep {
+            return;
+        }
+        match self.first.take() {
+            None if self.joined.is_empty() => self.first = Some(data),
+            first => {
+                if let Some(first) = first {
+                    self.joined.extend_from_slice(&first);
+                }
+                self.joined.extend_from_slice(&data);
+            }
+        }
+    }
+
+    fn into_bytes(self) -> Bytes {
+        self.first.unwrap_or_else(|| self.joined.freeze())
     }
 }
 
@@ -81,69 +158,104 @@ impl Future for Answer {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
-        let response = this.response;
-        match panic::catch_unwind(AssertUnwindSafe(|| Pin::new(response).poll(cx))) {
-            Ok(Poll::Ready(Ok(response))) => {
-                let late = this
-                    .deadline
-                    .as_ref()
-                    .get_ref()
-                    .as_ref()
-                    .is_some_and(|deadline| deadline.is_elapsed());
-                return Poll::Ready(Ok(if late {
-                    crate::response::status(&deadline::exceeded())
-                } else {
-                    response
-                }));
+        loop {
+            match std::mem::replace(this.stage, Stage::Done) {
+                Stage::Reading {
+                    mut body,
+                    mut read,
+                    then,
+                } => {
+                    let keep = matches!(then, Then::Call(_));
+                    match Pin::new(&mut body).poll_frame(cx) {
+                        Poll::Ready(Some(Ok(frame))) if keep || read.len <= MAX_DRAINED => {
+                            if let Ok(data) = frame.into_data() {
+                                read.push(data, keep);
+                            }
+                            *this.stage = Stage::Reading { body, read, then };
+                        }
+                        Poll::Pending => {
+                            *this.stage = Stage::Reading { body, read, then };
+                            if expired(this.deadline.as_mut(), cx) {
+                                return Poll::Ready(Ok(exceeded()));
+                            }
+                            return Poll::Pending;
+                        }
+                        // The end, a broken body (whose call then fails as it reads) or, for a
+                        // refusal, enough read.
+                        _ => match then {
+                            Then::Refuse(refusal) => return Poll::Ready(Ok(refusal)),
+                            Then::Call(call) => {
+                                let Call {
+                                    shared,
+                                    connect_info,
+                                    head,
+                                    deadline,
+                                } = call;
+                                let body = RequestBody::complete(read.into_bytes());
+                                let request = http::Request::from_parts(head, body);
+                                match start_call(&shared, connect_info.as_ref(), request, deadline)
+                                {
+                                    Started::Ready(response, _) => {
+                                        return Poll::Ready(Ok(response));
+                                    }
+                                    Started::Pending(response) => {
+                                        *this.stage = Stage::Calling(response);
+                                    }
+                                }
+                            }
+                        },
+                    }
+                }
+                Stage::Calling(mut response) => {
+                    let polled =
+                        panic::catch_unwind(AssertUnwindSafe(|| Pin::new(&mut response).poll(cx)));
+                    match polled {
+                        Ok(Poll::Ready(Ok(response))) => {
+                            let late = this
+                                .deadline
+                                .as_ref()
+                                .get_ref()
+                                .as_ref()
+                                .is_some_and(|deadline| deadline.is_elapsed());
+                            return Poll::Ready(Ok(if late { exceeded() } else { response }));
+                        }
+                        Ok(Poll::Ready(Err(never))) => match never {},
+                        Ok(Poll::Pending) => {
+                            *this.stage = Stage::Calling(response);
+                            if expired(this.deadline.as_mut(), cx) {
+                                return Poll::Ready(Ok(exceeded()));
+                            }
+                            return Poll::Pending;
+                        }
+                        Err(panic) => return Poll::Ready(Ok(panic_response(panic))),
+                    }
+                }
+                Stage::Done => panic!("an HTTP/1.1 answer polled after it was given"),
             }
-            Ok(Poll::Ready(Err(never))) => match never {},
-            Ok(Poll::Pending) => {}
-            Err(panic) => return Poll::Ready(Ok(panic_response(panic))),
-        }
-        match this
-            .deadline
-            .as_mut()
-            .as_pin_mut()
-            .map(|deadline| deadline.poll(cx))
-        {
-            Some(Poll::Ready(())) => {
-                Poll::Ready(Ok(crate::response::status(&deadline::exceeded())))
-            }
-            _ => Poll::Pending,
         }
     }
 }
 
-/// The most of a refused request's body read (and dropped) before the refusal is sent; past
-/// it the refusal goes out anyway, and hyper closes the connection.
-const MAX_DRAINED: usize = 4 * 1024 * 1024;
+/// Whether the deadline, if there is one, has passed (registering for it if not).
+fn expired(deadline: Pin<&mut Option<Sleep>>, cx: &mut Context<'_>) -> bool {
+    deadline
+        .as_pin_mut()
+        .is_some_and(|deadline| deadline.poll(cx).is_ready())
+}
 
-/// `refusal`, once `body` has ended (or `MAX_DRAINED` of it has been read).
-async fn drained(
-    mut body: Incoming,
-    refusal: http::Response<ResponseBody>,
-) -> Result<http::Response<ResponseBody>, Infallible> {
-    use http_body::Body as _;
-    let mut read = 0;
-    while read <= MAX_DRAINED {
-        match std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
-            Some(Ok(frame)) => read += frame.data_ref().map_or(0, bytes::Bytes::len),
-            Some(Err(_)) | None => break,
-        }
-    }
-    Ok(refusal)
+fn exceeded() -> http::Response<ResponseBody> {
+    crate::response::status(&deadline::exceeded())
 }
 
 fn answer(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     connect_info: Option<&ConnectInfo>,
     mut request: http::Request<Incoming>,
 ) -> Answer {
     let ready = |response| Answer {
-        response: ResponseFuture::ok(response),
+        stage: Stage::Calling(ResponseFuture::ok(response)),
         deadline: None,
     };
-    // The router's own test, so both transports agree on what gRPC is.
     // Refused at once, but only once the request's body is read: hyper would close the
     // connection under a client still sending it, which then sees a broken pipe, not the answer.
     let refusal = match Wire::of(request.headers().get(http::header::CONTENT_TYPE)) {
@@ -158,7 +270,11 @@ fn answer(
     };
     if let Some(refusal) = refusal {
         return Answer {
-            response: ResponseFuture::boxed(drained(request.into_body(), refusal)),
+            stage: Stage::Reading {
+                body: request.into_body(),
+                read: Read::default(),
+                then: Then::Refuse(refusal),
+            },
             deadline: None,
         };
     }
@@ -166,13 +282,33 @@ fn answer(
         Ok(deadline) => deadline,
         Err(status) => return ready(crate::response::status(&status)),
     };
-    let (parts, body) = request.into_parts();
-    let request = http::Request::from_parts(parts, RequestBody::new(body));
+    let sleep = deadline.map(|deadline| tokio::time::sleep_until(deadline.instant()));
+    let small = request.method() == http::Method::POST
+        && http_body::Body::size_hint(request.body())
+            .exact()
+            .is_some_and(|len| len <= MAX_READ_FIRST);
+    let (head, body) = request.into_parts();
+    if small {
+        return Answer {
+            stage: Stage::Reading {
+                body,
+                read: Read::default(),
+                then: Then::Call(Call {
+                    shared: Arc::clone(shared),
+                    connect_info: connect_info.cloned(),
+                    head,
+                    deadline,
+                }),
+            },
+            deadline: sleep,
+        };
+    }
+    let request = http::Request::from_parts(head, RequestBody::new(body));
     match start_call(shared, connect_info, request, deadline) {
         Started::Ready(response, _) => ready(response),
         Started::Pending(response) => Answer {
-            response,
-            deadline: deadline.map(|deadline| tokio::time::sleep_until(deadline.instant())),
+            stage: Stage::Calling(response),
+            deadline: sleep,
         },
     }
 }
