@@ -105,10 +105,15 @@ impl RequestBody {
         }
     }
 
-    /// From now on, adds the message bytes of the data read from the body to `counter`.
+    /// From now on, adds the message bytes of the data read from the body, framed as
+    /// `framing` says, to `counter`.
     #[cfg(feature = "opentelemetry")]
-    pub(crate) fn count_into(&mut self, counter: std::sync::Arc<std::sync::atomic::AtomicU64>) {
-        self.counted = Some(Box::new((crate::metrics::Framing::default(), counter)));
+    pub(crate) fn count_into(
+        &mut self,
+        framing: crate::metrics::Framing,
+        counter: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    ) {
+        self.counted = Some(Box::new((framing, counter)));
     }
 
     /// Counts `data`, read from the body, if the metrics asked for it.

@@ -214,10 +214,10 @@ pub(crate) struct CallMeter {
 }
 
 impl CallMeter {
-    /// Counts the request messages in a body that arrived whole.
-    pub(crate) fn received_whole(&mut self, body: &[u8]) {
+    /// Counts the request messages in a body that arrived whole, framed as `framing` says.
+    pub(crate) fn received_whole(&mut self, body: &[u8], mut framing: Framing) {
         if let Received::Counted(bytes) = &mut self.received {
-            *bytes += Framing::default().message_bytes(body);
+            *bytes += framing.message_bytes(body);
         }
     }
 
@@ -264,8 +264,11 @@ impl std::fmt::Debug for CallMeter {
 }
 
 /// Where a byte stream of gRPC messages is: in a message's 5-byte prefix, or in its bytes.
+/// A Connect unary request's body is one bare message: all of it counts.
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct Framing {
+    /// The stream is one bare message, with no prefixes.
+    bare: bool,
     /// Bytes of the current prefix seen (0 to 4).
     prefix_seen: u8,
     /// The length bytes of the current prefix seen so far.
@@ -275,8 +278,19 @@ pub(crate) struct Framing {
 }
 
 impl Framing {
+    /// The framing of a request: gRPC's, or none for a Connect unary body (`bare`).
+    pub(crate) fn of_request(bare: bool) -> Framing {
+        Framing {
+            bare,
+            ..Framing::default()
+        }
+    }
+
     /// The message bytes in `data`, the next piece of the stream: everything but prefixes.
     pub(crate) fn message_bytes(&mut self, mut data: &[u8]) -> u64 {
+        if self.bare {
+            return data.len() as u64;
+        }
         // The usual case, a piece that is exactly whole messages: the lengths, read at once.
         let mut bytes = 0;
         while self.prefix_seen == 0 && self.remaining == 0 && data.len() >= 5 {
@@ -325,6 +339,13 @@ mod tests {
             out.extend_from_slice(message);
         }
         out
+    }
+
+    #[test]
+    fn a_bare_body_is_all_message() {
+        let mut framing = Framing::of_request(true);
+        assert_eq!(framing.message_bytes(&[0, 0, 0, 0, 9, 1]), 6);
+        assert_eq!(framing.message_bytes(b"more"), 4);
     }
 
     #[test]

@@ -58,9 +58,14 @@ impl Observed {
         }
         #[cfg(feature = "opentelemetry")]
         if let Some(meter) = &mut meter {
+            // A Connect unary body is one bare message; every other request is gRPC's frames.
+            let bare = crate::protocol::Wire::of_request(request.headers()).bare();
+            let framing = crate::metrics::Framing::of_request(bare);
             match request.body().whole() {
-                Some(body) => meter.received_whole(body),
-                None => request.body_mut().count_into(meter.received_stream()),
+                Some(body) => meter.received_whole(body, framing),
+                None => request
+                    .body_mut()
+                    .count_into(framing, meter.received_stream()),
             }
         }
         Some(Observed {

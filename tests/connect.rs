@@ -980,3 +980,19 @@ async fn get_is_refused_for_methods_with_side_effects_and_bad_queries() {
     assert_eq!(response.status, 405);
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_server_wide_layer_s_refusal_is_in_connect_s_form() {
+    let server = server(
+        Server::builder().layer(tower::timeout::TimeoutLayer::new(Duration::from_millis(50))),
+    )
+    .await;
+    let hang = json!({ "fillUsername": true }).to_string();
+    let response = post(&server, UNARY, "application/json", &[], hang.clone()).await;
+    assert_eq!(response.status, 504, "{response:?}");
+    assert_eq!(error_of(&response)["code"], "deadline_exceeded");
+    // A call the layer lets through is answered as always.
+    let response = post_json(&server, UNARY, json!({ "responseSize": 1 })).await;
+    assert_eq!(response.status, 200, "{response:?}");
+    server.stop().await;
+}

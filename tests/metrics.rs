@@ -475,6 +475,46 @@ async fn grpc_web_calls_are_metered_as_grpc() {
 }
 
 #[tokio::test]
+async fn connect_calls_are_metered_as_grpc() {
+    let metered = Metered::start().await;
+    let request = simple(7);
+    for (content_type, body) in [
+        ("application/proto", Bytes::from(request.encode_to_vec())),
+        ("application/connect+proto", frame(&request.encode_to_vec())),
+    ] {
+        let answer: RawResponse = raw_request(
+            metered.server.addr,
+            http::Method::POST,
+            &format!("/{UNARY}"),
+            &[("content-type", content_type)],
+            body,
+        )
+        .await;
+        assert_eq!(answer.status, 200, "{answer:?}");
+    }
+    assert_unary_ok(&metered, 2, 7);
+    // A failure is counted with its code, as the client reads it in Connect's form.
+    let failing = SimpleRequest {
+        response_status: Some(support::pb::grpc_testing::EchoStatus {
+            code: 5,
+            message: "gone".into(),
+        }),
+        ..Default::default()
+    };
+    let answer = raw_request(
+        metered.server.addr,
+        http::Method::POST,
+        &format!("/{UNARY}"),
+        &[("content-type", "application/proto")],
+        Bytes::from(failing.encode_to_vec()),
+    )
+    .await;
+    assert_eq!(answer.status, 404, "{answer:?}");
+    metered.wait_for(DURATION, UNARY, "NOT_FOUND", 1).await;
+    metered.server.stop().await;
+}
+
+#[tokio::test]
 async fn unknown_methods_and_services_are_labelled_other() {
     let metered = Metered::start().await;
     for path in [

@@ -439,6 +439,28 @@ fn translate_stream(
     response
 }
 
+/// `response` to a Connect call, in Connect's form if it is a refusal in gRPC's (trailers-only,
+/// `content-type: application/grpc`), as a tower layer around the router makes them; as it is
+/// otherwise.
+pub(crate) fn in_connect_form(
+    response: http::Response<ResponseBody>,
+    wire: Wire,
+) -> http::Response<ResponseBody> {
+    let grpc_refusal = response.body().is_end_stream()
+        && response.headers().get(CONTENT_TYPE) == Some(&crate::status::GRPC_CONTENT_TYPE);
+    let Some(status) = grpc_refusal
+        .then(|| Status::from_header_map(response.headers()))
+        .flatten()
+    else {
+        return response;
+    };
+    if wire.protocol == Protocol::ConnectStream {
+        return failed_stream(&status, wire);
+    }
+    let (head, _) = response.into_parts();
+    error(head, &status)
+}
+
 /// A streaming call that failed with `status` before its answer began: HTTP 200 and the
 /// end-of-stream envelope alone.
 fn failed_stream(status: &Status, wire: Wire) -> http::Response<ResponseBody> {

@@ -61,7 +61,16 @@ impl Inner {
     fn call(&self, request: http::Request<RequestBody>) -> ResponseFuture {
         match self {
             Inner::Direct(router) => router.call(request),
-            Inner::Layered(stack) => stack.call(request),
+            Inner::Layered(stack) => {
+                // A layer's own refusal (a timeout, load shedding) is made in gRPC's form,
+                // outside the router that translates Connect's answers.
+                let wire = crate::protocol::Wire::of_request(request.headers());
+                let response = stack.call(request);
+                if !wire.is_connect() {
+                    return response;
+                }
+                response.map(move |response| super::connect::in_connect_form(response, wire))
+            }
         }
     }
 }
