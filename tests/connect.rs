@@ -996,3 +996,53 @@ async fn a_server_wide_layer_s_refusal_is_in_connect_s_form() {
     assert_eq!(response.status, 200, "{response:?}");
     server.stop().await;
 }
+
+#[tokio::test]
+async fn bad_binary_metadata_is_invalid_argument() {
+    let server = server(Server::builder()).await;
+    for (value, status) in [
+        ("AAEC", 200),
+        ("AAE", 200),
+        ("AAE=", 200),
+        ("not base64!", 400),
+    ] {
+        let response = post(
+            &server,
+            UNARY,
+            "application/json",
+            &[("x-token-bin", value)],
+            "{}",
+        )
+        .await;
+        assert_eq!(response.status, status, "{value:?}: {response:?}");
+    }
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn an_interceptor_s_refusal_is_a_connect_error() {
+    let refusing = TestServiceServer::with_interceptor(Probe, |request: Request<()>| match request
+        .metadata()
+        .get("authorization")
+    {
+        Some(_) => Ok(request),
+        None => Err(Status::unauthenticated("who are you?")),
+    });
+    let server = TestServer::start(Server::builder().add_service(refusing)).await;
+    let response = post_json(&server, UNARY, json!({})).await;
+    assert_eq!(response.status, 401, "{response:?}");
+    assert_eq!(
+        error_of(&response),
+        json!({ "code": "unauthenticated", "message": "who are you?" })
+    );
+    let response = post(
+        &server,
+        UNARY,
+        "application/json",
+        &[("authorization", "Bearer x")],
+        "{}",
+    )
+    .await;
+    assert_eq!(response.status, 200, "{response:?}");
+    server.stop().await;
+}

@@ -61,6 +61,7 @@ fn prepare(
             crate::status::excerpt(&String::from_utf8_lossy(version.as_bytes()))
         )));
     }
+    check_binary_metadata(headers)?;
     let timeout = match metadata::header(headers, &connect::TIMEOUT_MS) {
         Some(value) => Some(parse_timeout_ms(value)?),
         None => None,
@@ -74,6 +75,27 @@ fn prepare(
         request.extensions_mut().insert(deadline);
     }
     Ok(deadline)
+}
+
+/// Refuses a request whose binary metadata (a `-bin` header) is not base64, padded or not, as
+/// Connect asks: `INVALID_ARGUMENT`, before any handler reads it.
+fn check_binary_metadata(headers: &HeaderMap) -> Result<(), Status> {
+    for (name, value) in headers {
+        if !name.as_str().ends_with("-bin") {
+            continue;
+        }
+        // Several values of one name may come joined by commas.
+        let text = value.to_str().unwrap_or("\u{0}");
+        if text
+            .split(',')
+            .any(|value| crate::types::decode_base64(value.trim()).is_none())
+        {
+            return Err(Status::invalid_argument(format!(
+                "binary metadata {name} is not base64"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The longest query a Connect GET may have: its message is at most this long, encoded.
