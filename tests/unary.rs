@@ -539,26 +539,38 @@ async fn an_unlimited_receive_size_serves_bodies_that_arrive_in_pieces() {
     server.stop().await;
 }
 
-/// Each call blocks its thread until a second call arrives (or 10 s pass): two calls can only
-/// meet if they run on different threads at once. The bound only ends a failing run: under
-/// load (the whole `calls` binary at once, in CI) the second call once came after 500 ms.
+/// Each call waits (without blocking its thread) until a second call arrives, or 10 s pass:
+/// two calls meet only if both are in progress at once. No runtime thread is ever blocked, so
+/// the calls' tasks may share a worker and still meet (a blocking wait here once held a worker
+/// the other call needed until the timeout).
 struct Rendezvous {
-    waiting: std::sync::Mutex<Option<std::sync::mpsc::Sender<()>>>,
+    waiting: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
 }
 
 impl Greeter for Rendezvous {
-    fn say_hello(&self, _request: Request<HelloRequest>) -> impl RpcFuture<HelloReply> {
-        let mut waiting = self.waiting.lock().unwrap();
-        let met = match waiting.take() {
-            Some(first) => first.send(()).is_ok(),
-            None => {
-                let (tx, rx) = std::sync::mpsc::channel();
-                *waiting = Some(tx);
-                drop(waiting);
-                rx.recv_timeout(Duration::from_secs(10)).is_ok()
+    async fn say_hello(
+        &self,
+        _request: Request<HelloRequest>,
+    ) -> Result<Response<HelloReply>, Status> {
+        // The first to come leaves a way to be woken, in one hold of the lock.
+        let first = {
+            let mut slot = self.waiting.lock().unwrap();
+            match slot.take() {
+                Some(waiting) => Err(waiting),
+                None => {
+                    let (tx, rx) = tokio::sync::oneshot::channel();
+                    *slot = Some(tx);
+                    Ok(rx)
+                }
             }
         };
-        FastFuture::ok(Response::new(HelloReply {
+        let met = match first {
+            Err(waiting) => waiting.send(()).is_ok(),
+            Ok(woken) => tokio::time::timeout(Duration::from_secs(10), woken)
+                .await
+                .is_ok_and(|woken| woken.is_ok()),
+        };
+        Ok(Response::new(HelloReply {
             message: if met { "met" } else { "alone" }.into(),
         }))
     }
@@ -588,11 +600,10 @@ async fn rendezvous_replies_spawned() -> Vec<String> {
     replies
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn handlers_that_do_not_run_inline_run_in_parallel_on_one_connection() {
-    // Spawned, both calls run at once on worker threads and meet. (Inline, they usually cannot,
-    // but not always: a call whose body arrives after its headers is spawned even then, so the
-    // inline half is not asserted.)
+    // Spawned, each call is a task of its own: the first waits while the connection goes on to
+    // start the second, and they meet.
     assert_eq!(rendezvous_replies_spawned().await, ["met", "met"]);
 }
 
