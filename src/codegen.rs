@@ -26,6 +26,8 @@ pub use crate::service::{
 pub use crate::{FastFuture, RpcFuture, Streaming};
 pub use futures_util::Stream;
 // What the ProtoJSON impls that `fastgrpc-build` writes with pbjson-build call.
+/// What a package's `register_json_types` calls for each of its messages.
+pub use crate::types::register_json_type;
 pub use pbjson;
 pub use serde;
 pub use tonic::{Request, Response, Status};

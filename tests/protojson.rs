@@ -277,3 +277,57 @@ fn round_trips_keep_every_field() {
     let again: Scalars = from_json(to_json(&message));
     assert_eq!(again, message);
 }
+
+#[test]
+fn an_any_is_its_message_s_json_with_its_type() {
+    use prost::Message;
+    support::pb::jsontest::register_json_types();
+    let packed = Scalars {
+        i64: 5,
+        s: "in".into(),
+        ..Default::default()
+    };
+    let message = WellKnown {
+        any: Some(fastgrpc::types::Any {
+            type_url: "type.googleapis.com/jsontest.Scalars".into(),
+            value: packed.encode_to_vec(),
+        }),
+        ..Default::default()
+    };
+    let json = json!({ "any": { "@type": "type.googleapis.com/jsontest.Scalars", "i64": "5", "s": "in" } });
+    assert_eq!(to_json(&message), json);
+    assert_eq!(from_json::<WellKnown>(json), message);
+
+    // A well-known type with a special form keeps it under "value".
+    let duration = fastgrpc::types::Duration {
+        seconds: 1,
+        nanos: 500_000_000,
+    };
+    let message = WellKnown {
+        any: Some(fastgrpc::types::Any {
+            type_url: "type.googleapis.com/google.protobuf.Duration".into(),
+            value: duration.encode_to_vec(),
+        }),
+        ..Default::default()
+    };
+    let json = json!({ "any": { "@type": "type.googleapis.com/google.protobuf.Duration", "value": "1.500s" } });
+    assert_eq!(to_json(&message), json);
+    assert_eq!(from_json::<WellKnown>(json), message);
+
+    // A type nobody registered, a missing @type, or a field the packed message lacks.
+    assert!(refused::<WellKnown>(
+        json!({ "any": { "@type": "type.googleapis.com/no.Such" } })
+    ));
+    assert!(refused::<WellKnown>(json!({ "any": { "s": "x" } })));
+    assert!(refused::<WellKnown>(
+        json!({ "any": { "@type": "type.googleapis.com/jsontest.Scalars", "nope": 1 } })
+    ));
+    let unknown = WellKnown {
+        any: Some(fastgrpc::types::Any {
+            type_url: "type.googleapis.com/no.Such".into(),
+            value: Vec::new(),
+        }),
+        ..Default::default()
+    };
+    assert!(write_json(&unknown, &mut Vec::new()).is_err());
+}

@@ -64,16 +64,28 @@ pub(crate) fn append_serde_impls(
             .map(|(proto_path, _)| proto_path.clone()),
     );
     let written = builder.generate(&["."], |_| Ok(Vec::<u8>::new()))?;
-    // Several generated runs of one package are joined before they are appended.
-    let mut by_file: BTreeMap<String, String> = BTreeMap::new();
+    // Several generated runs of one package are joined before they are appended, with the
+    // messages they serialize.
+    let mut by_file: BTreeMap<String, (String, Vec<(String, String)>)> = BTreeMap::new();
     for (package, code) in written {
         let code = String::from_utf8(code).map_err(io::Error::other)?;
-        by_file
-            .entry(format!("{package}.rs"))
-            .or_default()
-            .push_str(&with_runtime_paths(&nulls_as_defaults(&code), runtime));
+        let (file_code, messages) = by_file.entry(format!("{package}.rs")).or_default();
+        messages.extend(serialized_messages(&code));
+        file_code.push_str(&with_runtime_paths(&nulls_as_defaults(&code), runtime));
     }
-    for (file, code) in by_file {
+    // Every package file prost-build wrote gets its registration function, messages or not
+    // (a generated server calls it).
+    for file in &fds.file {
+        let name = match file.package() {
+            "" => "_.rs".to_owned(),
+            package => format!("{package}.rs"),
+        };
+        if out_dir.join(&name).is_file() {
+            by_file.entry(name).or_default();
+        }
+    }
+    for (file, (code, messages)) in by_file {
+        let code = code + &register_function(&messages, runtime);
         let path = out_dir.join(&file);
         let mut text = std::fs::read_to_string(&path).map_err(|error| {
             io::Error::new(
@@ -89,6 +101,47 @@ pub(crate) fn append_serde_impls(
         std::fs::write(&path, text)?;
     }
     Ok(())
+}
+
+/// The messages pbjson wrote `serde` impls for in `code`, as (Rust type, full proto name): each
+/// `impl serde::Serialize for TYPE` that serializes a struct named after its message (an enum's
+/// impl writes a string instead, and is left out).
+fn serialized_messages(code: &str) -> Vec<(String, String)> {
+    const IMPL: &str = "impl serde::Serialize for ";
+    let mut messages = Vec::new();
+    let mut rest = code;
+    while let Some(at) = rest.find(IMPL) {
+        rest = &rest[at + IMPL.len()..];
+        let Some(end) = rest.find(" {") else { break };
+        let rust_type = rest[..end].trim().to_owned();
+        // This impl's body: up to the next impl.
+        let body = &rest[..rest.find("\nimpl ").unwrap_or(rest.len())];
+        const STRUCT: &str = "serialize_struct(\"";
+        if let Some(name_at) = body.find(STRUCT) {
+            let name = &body[name_at + STRUCT.len()..];
+            if let Some(name_end) = name.find('"') {
+                messages.push((rust_type, name[..name_end].to_owned()));
+            }
+        }
+    }
+    messages
+}
+
+/// `register_json_types`, which makes every message of the package one a
+/// `google.protobuf.Any` can carry in JSON.
+fn register_function(messages: &[(String, String)], runtime: &str) -> String {
+    let mut code = String::from(
+        "\n/// Makes every message of this package one a `google.protobuf.Any` can carry in JSON\n\
+         /// (its generated servers call it when they are built).\n\
+         pub fn register_json_types() {\n",
+    );
+    for (rust_type, name) in messages {
+        code.push_str(&format!(
+            "    {runtime}::codegen::register_json_type::<{rust_type}>(\"{name}\");\n"
+        ));
+    }
+    code.push_str("}\n");
+    code
 }
 
 /// `code` with every field read as `Some(map_.next_value::<T>()?REST)` (a scalar, repeated or
@@ -227,6 +280,21 @@ fn next_crate_path(code: &str) -> Option<(usize, bool)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn messages_are_found_by_their_struct_serialization_and_enums_left_out() {
+        let code = "impl serde::Serialize for Color {\n fn serialize() { serializer.serialize_str(x) }\n}\n\
+                    impl serde::Serialize for outer::Inner {\n fn serialize() { \
+                    let mut struct_ser = serializer.serialize_struct(\"pkg.Outer.Inner\", len)?; }\n}\n";
+        assert_eq!(
+            serialized_messages(code),
+            [("outer::Inner".to_owned(), "pkg.Outer.Inner".to_owned())]
+        );
+        let function = register_function(&serialized_messages(code), "::fastgrpc");
+        assert!(function.contains(
+            "::fastgrpc::codegen::register_json_type::<outer::Inner>(\"pkg.Outer.Inner\");"
+        ));
+    }
 
     #[test]
     fn required_reads_become_optional_so_null_is_the_default() {

@@ -95,6 +95,8 @@ fn server_module(
 
                 /// Hosts a `service` that is shared with other owners.
                 pub fn from_arc(service: Arc<T>) -> Self {
+                    // So that an `Any` of this package's messages has its JSON form.
+                    super::register_json_types();
                     Self { inner: service, config: HandlerConfig::default(), costs: MethodCosts::new(#method_count) }
                 }
 

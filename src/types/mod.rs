@@ -1,7 +1,8 @@
 //! The protobuf well-known types (`google.protobuf.*`) that generated messages use, with the
 //! special JSON forms of the ProtoJSON mapping: a `Timestamp` is an RFC 3339 string, a
 //! `Duration` a string of seconds (`"1.5s"`), a wrapper such as `Int64Value` its bare value,
-//! `Struct`, `Value` and `ListValue` plain JSON, `Empty` an empty object.
+//! `Struct`, `Value` and `ListValue` plain JSON, `Empty` an empty object, an `Any` its
+//! message's JSON with `"@type"` (for the types registered: [`register_json_type`]).
 //!
 //! They are prost messages, like `prost-types`' own, with `serde` impls that write and read
 //! the mapping's forms. (The crate `pbjson-types` has the same idea, but builds with
@@ -12,6 +13,7 @@
 
 mod duration;
 mod field_mask;
+mod registry;
 mod structs;
 mod timestamp;
 mod wrappers;
@@ -22,13 +24,13 @@ pub(crate) use self::wrappers::bytes::decode as decode_base64;
 
 use std::fmt;
 
-use base64::Engine as _;
 use serde::de::{self, MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 pub use self::duration::Duration;
 pub use self::field_mask::FieldMask;
+pub use self::registry::register as register_json_type;
 pub use self::structs::{ListValue, NullValue, Struct, Value, value};
 pub use self::timestamp::Timestamp;
 pub use self::wrappers::{
@@ -44,9 +46,12 @@ pub struct Empty {}
 /// A message of any type: its type's URL (`type.googleapis.com/package.Message`) and its
 /// encoding.
 ///
-/// Its JSON form here is `{"@type": URL, "value": BASE64}`. The mapping asks for the message's
-/// own JSON fields beside `@type`, which needs a registry of the message types a server
-/// knows; fastgrpc has none yet (see the Connect and JSON section of the guide).
+/// In JSON it is the message's own JSON with `"@type": URL` added (a well-known type with a
+/// special form: `{"@type": URL, "value": ...}`), as the mapping has it. That needs the message
+/// type to be known: the well-known types are, and generated code registers the messages of a
+/// package when a server of it is built, or with `<package>::register_json_types()` (or
+/// [`register_json_type`] for a type of your own). An `Any` of a type not registered fails to
+/// serialize, and one read from JSON is refused.
 #[derive(Clone, PartialEq, Eq, Hash, prost::Message)]
 pub struct Any {
     /// The URL naming the message's type.
@@ -97,44 +102,53 @@ impl<'de> Deserialize<'de> for Empty {
 
 impl Serialize for Any {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(2))?;
+        use serde::ser::Error as _;
+        let entry = registry::lookup(&self.type_url).ok_or_else(|| {
+            S::Error::custom(format!(
+                "an Any of {:?}, a message type not registered for JSON",
+                self.type_url
+            ))
+        })?;
+        let json = (entry.to_json)(&self.value).map_err(S::Error::custom)?;
+        let mut map = serializer.serialize_map(None)?;
         map.serialize_entry("@type", &self.type_url)?;
-        map.serialize_entry(
-            "value",
-            &base64::engine::general_purpose::STANDARD.encode(&self.value),
-        )?;
+        match json {
+            serde_json::Value::Object(fields) if !entry.special => {
+                for (name, value) in &fields {
+                    map.serialize_entry(name, value)?;
+                }
+            }
+            value => map.serialize_entry("value", &value)?,
+        }
         map.end()
     }
 }
 
 impl<'de> Deserialize<'de> for Any {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Fields;
-        impl<'de> Visitor<'de> for Fields {
-            type Value = Any;
-
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an object with \"@type\" and \"value\"")
+        let mut fields = serde_json::Map::<String, serde_json::Value>::deserialize(deserializer)?;
+        let type_url = match fields.remove("@type") {
+            Some(serde_json::Value::String(type_url)) => type_url,
+            _ => return Err(de::Error::missing_field("@type")),
+        };
+        let entry = registry::lookup(&type_url).ok_or_else(|| {
+            de::Error::custom(format!(
+                "an Any of {type_url:?}, a message type not registered for JSON"
+            ))
+        })?;
+        let json = if entry.special {
+            let value = fields
+                .remove("value")
+                .ok_or_else(|| de::Error::missing_field("value"))?;
+            if let Some(name) = fields.keys().next() {
+                return Err(de::Error::unknown_field(name, &["@type", "value"]));
             }
-
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Any, A::Error> {
-                let mut any = Any::default();
-                while let Some(name) = map.next_key::<String>()? {
-                    match name.as_str() {
-                        "@type" => any.type_url = map.next_value()?,
-                        "value" => {
-                            let text: String = map.next_value()?;
-                            any.value = decode_base64(&text).ok_or_else(|| {
-                                de::Error::invalid_value(de::Unexpected::Str(&text), &self)
-                            })?;
-                        }
-                        other => return Err(de::Error::unknown_field(other, &["@type", "value"])),
-                    }
-                }
-                Ok(any)
-            }
-        }
-        deserializer.deserialize_map(Fields)
+            value
+        } else {
+            serde_json::Value::Object(fields)
+        };
+        let value = (entry.from_json)(json).map_err(de::Error::custom)?;
+        Ok(Any { type_url, value })
     }
 }
 
