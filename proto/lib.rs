@@ -19,6 +19,31 @@ pub mod jsontest {
     include!(concat!(env!("OUT_DIR"), "/jsontest.rs"));
 }
 
+/// `jsontest.JsonTest` answered by echoing each request: what the Connect tests, the interop
+/// server's JSON and GET cases and the fuzz oracles serve.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct JsonEcho;
+
+impl jsontest::json_test_server::JsonTest for JsonEcho {
+    fn echo(
+        &self,
+        request: fastgrpc::Request<jsontest::Scalars>,
+    ) -> impl fastgrpc::RpcFuture<jsontest::Scalars> {
+        fastgrpc::FastFuture::ok(fastgrpc::Response::new(request.into_inner()))
+    }
+
+    fn echo_well_known(
+        &self,
+        request: fastgrpc::Request<jsontest::WellKnown>,
+    ) -> impl fastgrpc::RpcFuture<jsontest::WellKnown> {
+        fastgrpc::FastFuture::ok(fastgrpc::Response::new(request.into_inner()))
+    }
+
+    fn ping(&self, _: fastgrpc::Request<()>) -> impl fastgrpc::RpcFuture<()> {
+        fastgrpc::FastFuture::ok(fastgrpc::Response::new(()))
+    }
+}
+
 /// The same protos as tonic generates them: its clients, and its servers as a peer.
 pub mod tonic_pb {
     /// `helloworld.proto`, by tonic.

@@ -17,8 +17,8 @@ use support::pb::grpc_testing::{
     Payload, ResponseParameters, SimpleRequest, SimpleResponse, StreamingInputCallRequest,
     StreamingInputCallResponse, StreamingOutputCallRequest, StreamingOutputCallResponse,
 };
-use support::pb::jsontest::json_test_server::{JsonTest, JsonTestServer};
-use support::pb::jsontest::{Scalars, WellKnown};
+use support::pb::jsontest::json_test_server::JsonTestServer;
+use support::pb::jsontest::Scalars;
 use support::{RawResponse, TestServer, frame, raw_request};
 
 /// `UnaryCall` answers a payload of `response_size` zero bytes, with `x-echo` metadata
@@ -139,28 +139,11 @@ fn details() -> Vec<u8> {
     .encode_to_vec()
 }
 
-/// Echoes what it is sent.
-struct Echo;
-
-impl JsonTest for Echo {
-    fn echo(&self, request: Request<Scalars>) -> impl RpcFuture<Scalars> {
-        FastFuture::ok(Response::new(request.into_inner()))
-    }
-
-    fn echo_well_known(&self, request: Request<WellKnown>) -> impl RpcFuture<WellKnown> {
-        FastFuture::ok(Response::new(request.into_inner()))
-    }
-
-    fn ping(&self, _: Request<()>) -> impl RpcFuture<()> {
-        FastFuture::ok(Response::new(()))
-    }
-}
-
 async fn server(builder: fastgrpc::Builder) -> TestServer {
     TestServer::start(
         builder
             .add_service(TestServiceServer::new(Probe).accept_compressed(CompressionEncoding::Gzip))
-            .add_service(JsonTestServer::new(Echo)),
+            .add_service(JsonTestServer::new(support::pb::JsonEcho)),
     )
     .await
 }

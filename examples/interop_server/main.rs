@@ -10,13 +10,12 @@
 //! Options: `--port N` (default 10000), `--host ADDR` (default 127.0.0.1).
 
 use fastgrpc::Server;
+use protos::jsontest::json_test_server::JsonTestServer;
 
 pub use protos::grpc_testing;
 
-mod echo;
 mod service;
 
-use echo::Echo;
 use service::Interop;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -51,7 +50,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("interop server listening on {addr}");
         Server::builder()
             .add_service(Interop::server())
-            .add_service(Echo::server())
+            .add_service(JsonTestServer::new(protos::JsonEcho))
             .serve_with_shutdown(addr, async {
                 let _ = tokio::signal::ctrl_c().await;
             })

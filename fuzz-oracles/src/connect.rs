@@ -4,13 +4,13 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
+use fastgrpc::Code;
 use fastgrpc::internals::codec::{decode_json, write_json};
 use fastgrpc::service::{FastService, RequestBody, ResponseBody};
-use fastgrpc::{Code, FastFuture, Request, Response, RpcFuture};
 use http::HeaderValue;
 use http_body::Body;
 use prost::Message;
-use protos::jsontest::json_test_server::{JsonTest, JsonTestServer};
+use protos::jsontest::json_test_server::JsonTestServer;
 use protos::jsontest::{Scalars, WellKnown};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -81,7 +81,7 @@ pub fn connect_call(data: &[u8]) {
         _ => ("application/connect+json", true, true),
     };
     let dispatcher = fastgrpc::Server::builder()
-        .add_service(JsonTestServer::new(Echo))
+        .add_service(JsonTestServer::new(protos::JsonEcho))
         .into_dispatcher();
     let request = if kind & 4 != 0 {
         let Ok(query) = std::str::from_utf8(body) else {
@@ -216,18 +216,5 @@ fn drain(mut body: ResponseBody) -> Vec<u8> {
             Poll::Ready(None) => return data,
             Poll::Pending => panic!("an echo's body is pending"),
         }
-    }
-}
-
-/// Echoes what it is sent.
-struct Echo;
-
-impl JsonTest for Echo {
-    fn echo(&self, request: Request<Scalars>) -> impl RpcFuture<Scalars> {
-        FastFuture::ok(Response::new(request.into_inner()))
-    }
-
-    fn echo_well_known(&self, request: Request<WellKnown>) -> impl RpcFuture<WellKnown> {
-        FastFuture::ok(Response::new(request.into_inner()))
     }
 }
