@@ -52,6 +52,10 @@ impl Wire {
     /// `proto` and `json` is read as protobuf, as it always was here.
     pub(crate) fn of(content_type: Option<&HeaderValue>) -> Option<Wire> {
         let value = content_type?.as_bytes();
+        // What nearly every gRPC client sends, before any parsing.
+        if value == b"application/grpc" {
+            return Some(Wire::default());
+        }
         let media = match value.iter().position(|&b| b == b';') {
             Some(end) => value[..end].trim_ascii_end(),
             None => value,
@@ -88,7 +92,8 @@ impl Wire {
     /// `content-type` names nothing fastgrpc serves (such a request is refused before it
     /// reaches a handler, unless a service is called directly).
     pub(crate) fn of_request(headers: &http::HeaderMap) -> Wire {
-        Wire::of(headers.get(CONTENT_TYPE)).unwrap_or_default()
+        // A scan of a request's few headers is cheaper than hashing the name.
+        Wire::of(crate::metadata::header(headers, &CONTENT_TYPE)).unwrap_or_default()
     }
 
     /// Whether the request carries one bare message, not gRPC's length-prefixed frames.

@@ -104,7 +104,9 @@ impl GrpcRouter {
                 None => crate::response::method_not_allowed(),
             });
         }
-        let Some(wire) = Wire::of(headers.get(http::header::CONTENT_TYPE)) else {
+        // A scan of a request's few headers, cheaper than hashing the name.
+        let content_type = crate::metadata::header(headers, &http::header::CONTENT_TYPE);
+        let Some(wire) = Wire::of(content_type) else {
             return FastFuture::ok(crate::response::unsupported_media_type());
         };
         let web = match wire.protocol {
