@@ -17,8 +17,8 @@ use support::pb::grpc_testing::{
     Payload, ResponseParameters, SimpleRequest, SimpleResponse, StreamingInputCallRequest,
     StreamingInputCallResponse, StreamingOutputCallRequest, StreamingOutputCallResponse,
 };
-use support::pb::jsontest::json_test_server::JsonTestServer;
 use support::pb::jsontest::Scalars;
+use support::pb::jsontest::json_test_server::JsonTestServer;
 use support::{RawResponse, TestServer, frame, raw_request};
 
 /// `UnaryCall` answers a payload of `response_size` zero bytes, with `x-echo` metadata
