@@ -17,17 +17,16 @@
 //! (the transports enforce only `grpc-timeout`): before the answer, and during a stream. A
 //! ready call is still answered inline.
 
-use std::future::Future;
-use std::pin::{Pin, pin};
-use std::task::{Context, Poll, ready};
+use std::pin::pin;
 use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
 use http::header::{ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_TYPE};
 use http::{HeaderMap, HeaderName, HeaderValue};
-use http_body::{Body as _, Frame};
+use http_body::Body as _;
 use tonic::{Code, Status};
 
+use super::in_band::{InBand, in_band};
 use crate::FastFuture;
 use crate::body::{RequestBody, ResponseBody};
 use crate::codec::FRAME_HEADER_LEN;
@@ -452,10 +451,7 @@ fn translate_stream(
     if let Some(encoding) = encoding {
         headers.insert(EncodingHeaders::CONNECT_STREAM.encoding().clone(), encoding);
     }
-    let body = ResponseBody::new(StreamBody {
-        inner: Some(body),
-        deadline: deadline.map(|deadline| Box::pin(tokio::time::sleep_until(deadline.instant()))),
-    });
+    let body = in_band(body, Streamed, deadline);
     let mut response = stream_answer(headers, body, wire);
     *response.extensions_mut() = head.extensions;
     response
@@ -509,57 +505,13 @@ fn stream_answer(
     response
 }
 
-/// A streaming answer's body in Connect's form: the gRPC-form body's messages as they are,
-/// then, for its trailers (or the error it failed with, or the deadline passing), the
-/// end-of-stream envelope.
-struct StreamBody {
-    /// `None` once the end-of-stream envelope is out.
-    inner: Option<ResponseBody>,
-    /// The call's deadline, for a call that has one.
-    deadline: Option<Pin<Box<tokio::time::Sleep>>>,
-}
+/// Connect's in-band trailers: the end-of-stream envelope, with the status and the trailing
+/// metadata; the messages' envelopes are gRPC's frames as they are.
+struct Streamed;
 
-impl http_body::Body for StreamBody {
-    type Data = Bytes;
-    type Error = Status;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
-        let this = &mut *self;
-        let Some(inner) = this.inner.as_mut() else {
-            return Poll::Ready(None);
-        };
-        let end = if this
-            .deadline
-            .as_mut()
-            .is_some_and(|deadline| deadline.as_mut().poll(cx).is_ready())
-        {
-            connect::end_stream(Some(&deadline::exceeded()), &HeaderMap::new())
-        } else {
-            match ready!(Pin::new(inner).poll_frame(cx)) {
-                Some(Ok(frame)) => match frame.into_data() {
-                    Ok(data) => return Poll::Ready(Some(Ok(Frame::data(data)))),
-                    Err(frame) => {
-                        let trailers = frame.into_trailers().unwrap_or_default();
-                        let status = Status::from_header_map(&trailers);
-                        connect::end_stream(status.as_ref(), &trailers)
-                    }
-                },
-                Some(Err(status)) => connect::end_stream(Some(&status), &HeaderMap::new()),
-                // A body that ends without trailers (a hosted service's): no status to send.
-                None => connect::end_stream(None, &HeaderMap::new()),
-            }
-        };
-        // Dropping the reply stream ends the call (a deadline: DEADLINE_EXCEEDED).
-        this.inner = None;
-        this.deadline = None;
-        Poll::Ready(Some(Ok(Frame::data(end))))
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_none()
+impl InBand for Streamed {
+    fn trailers(&self, trailers: &HeaderMap) -> Bytes {
+        connect::end_stream(Status::from_header_map(trailers).as_ref(), trailers)
     }
 }
 

@@ -13,6 +13,7 @@ mod connect;
 mod dispatch;
 mod for_tonic;
 mod from_tower;
+mod in_band;
 mod intercept;
 mod router;
 pub(crate) mod web;

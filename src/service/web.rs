@@ -19,6 +19,7 @@ use http::{HeaderMap, HeaderValue};
 use http_body::{Body, Frame};
 use tonic::Status;
 
+use super::in_band::{InBand, in_band};
 use crate::body::{RequestBody, ResponseBody};
 use crate::protocol::{Format, Protocol, Wire};
 use crate::status;
@@ -110,61 +111,25 @@ impl Web {
         let body = if body.is_end_stream() {
             body
         } else {
-            ResponseBody::new(WebBody {
-                inner: Some(body),
-                web: self,
-            })
+            in_band(body, self, None)
         };
         http::Response::from_parts(parts, body)
     }
 }
 
-/// A response body with its trailers moved into a last data frame, all in base64 for `-text`.
-struct WebBody {
-    /// `None` once the trailers frame is out.
-    inner: Option<ResponseBody>,
-    web: Web,
-}
-
-impl WebBody {
-    /// `data` as sent: as is, or in base64 (each frame padded on its own, as gRPC-Web clients
-    /// expect).
-    fn encoded(&self, data: Bytes) -> Bytes {
-        if self.web.text {
+/// gRPC-Web's in-band trailers: a frame of flag `0x80`, and for `-text` every frame in base64
+/// (each padded on its own, as gRPC-Web clients expect).
+impl InBand for Web {
+    fn data(&self, data: Bytes) -> Bytes {
+        if self.text {
             Bytes::from(BASE64.encode(&data))
         } else {
             data
         }
     }
-}
 
-impl Body for WebBody {
-    type Data = Bytes;
-    type Error = Status;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
-        let Some(inner) = self.inner.as_mut() else {
-            return Poll::Ready(None);
-        };
-        let trailers = match ready!(Pin::new(inner).poll_frame(cx)) {
-            Some(Ok(frame)) => match frame.into_data() {
-                Ok(data) => return Poll::Ready(Some(Ok(Frame::data(self.encoded(data))))),
-                Err(frame) => frame.into_trailers().unwrap_or_default(),
-            },
-            Some(Err(status)) => status::trailers(&status, HeaderMap::new()),
-            // A body that ends without trailers (a hosted service's) still owes a status.
-            None => status::ok_trailers(HeaderMap::new()),
-        };
-        self.inner = None;
-        let frame = trailers_frame(&trailers);
-        Poll::Ready(Some(Ok(Frame::data(self.encoded(frame)))))
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_none()
+    fn trailers(&self, trailers: &HeaderMap) -> Bytes {
+        trailers_frame(trailers)
     }
 }
 
