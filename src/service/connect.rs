@@ -247,20 +247,31 @@ pub(crate) fn unary_response(
     deadline: Option<Deadline>,
     wire: Wire,
 ) -> ResponseFuture {
-    let translate = move |response| translate(response, wire);
+    within_deadline(
+        response,
+        deadline,
+        || connect::error_response(&deadline::exceeded()),
+        move |response| translate(response, wire),
+    )
+}
+
+/// `response` as `translate` makes it, unless `deadline` passes before it is there (or had
+/// passed when it came): then what `exceeded` makes. A ready answer is translated at once.
+fn within_deadline(
+    response: ResponseFuture,
+    deadline: Option<Deadline>,
+    exceeded: impl FnOnce() -> http::Response<ResponseBody> + Send + 'static,
+    translate: impl FnOnce(http::Response<ResponseBody>) -> ResponseFuture + Send + 'static,
+) -> ResponseFuture {
     match response.into_ready() {
-        Ok(Ok(_)) if deadline::expired(deadline) => {
-            FastFuture::ok(connect::error_response(&deadline::exceeded()))
-        }
+        Ok(Ok(_)) if deadline::expired(deadline) => FastFuture::ok(exceeded()),
         Ok(Ok(response)) => translate(response),
         Ok(Err(never)) => match never {},
         Err(pending) => FastFuture::boxed(async move {
             let response = tokio::select! {
                 biased;
                 response = pending => response,
-                () = deadline::passes(deadline) => {
-                    return Ok(connect::error_response(&deadline::exceeded()));
-                }
+                () = deadline::passes(deadline) => return Ok(exceeded()),
             };
             let response = response.unwrap_or_else(|never| match never {});
             translate(response).await
@@ -401,24 +412,12 @@ fn stream_response(
     deadline: Option<Deadline>,
     wire: Wire,
 ) -> ResponseFuture {
-    match response.into_ready() {
-        Ok(Ok(_)) if deadline::expired(deadline) => {
-            FastFuture::ok(failed_stream(&deadline::exceeded(), wire))
-        }
-        Ok(Ok(response)) => FastFuture::ok(translate_stream(response, deadline, wire)),
-        Ok(Err(never)) => match never {},
-        Err(pending) => FastFuture::boxed(async move {
-            let response = tokio::select! {
-                biased;
-                response = pending => response,
-                () = deadline::passes(deadline) => {
-                    return Ok(failed_stream(&deadline::exceeded(), wire));
-                }
-            };
-            let response = response.unwrap_or_else(|never| match never {});
-            Ok(translate_stream(response, deadline, wire))
-        }),
-    }
+    within_deadline(
+        response,
+        deadline,
+        move || failed_stream(&deadline::exceeded(), wire),
+        move |response| FastFuture::ok(translate_stream(response, deadline, wire)),
+    )
 }
 
 /// A gRPC-form answer in the form of Connect's streaming protocol: HTTP 200, the head's

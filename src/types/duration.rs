@@ -17,11 +17,6 @@ pub struct Duration {
     pub nanos: i32,
 }
 
-impl prost::Name for Duration {
-    const NAME: &'static str = "Duration";
-    const PACKAGE: &'static str = "google.protobuf";
-}
-
 /// About 10,000 years, the range the type allows.
 const MAX_SECONDS: i64 = 315_576_000_000;
 

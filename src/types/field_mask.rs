@@ -14,11 +14,6 @@ pub struct FieldMask {
     pub paths: Vec<String>,
 }
 
-impl prost::Name for FieldMask {
-    const NAME: &'static str = "FieldMask";
-    const PACKAGE: &'static str = "google.protobuf";
-}
-
 /// `display_name` as `displayName`; `None` for a name that would not come back the same
 /// (an upper-case letter, or `_` not followed by a lower-case letter).
 fn to_camel(path: &str) -> Option<String> {

@@ -71,7 +71,26 @@ macro_rules! named {
     )*};
 }
 
-named!(Empty, Any);
+// Every well-known type here, by its proto name (what `Any`'s type URLs say).
+named!(
+    Any,
+    BoolValue,
+    BytesValue,
+    DoubleValue,
+    Duration,
+    Empty,
+    FieldMask,
+    FloatValue,
+    Int32Value,
+    Int64Value,
+    ListValue,
+    StringValue,
+    Struct,
+    Timestamp,
+    UInt32Value,
+    UInt64Value,
+    Value
+);
 
 impl Serialize for Empty {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -166,4 +185,20 @@ fn write_fraction(out: &mut String, nanos: u32) {
     } else {
         write!(out, ".{nanos:09}")
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use prost::Name;
+
+    #[test]
+    fn each_type_has_its_proto_name() {
+        assert_eq!(super::Int64Value::full_name(), "google.protobuf.Int64Value");
+        assert_eq!(super::Timestamp::full_name(), "google.protobuf.Timestamp");
+        assert_eq!(super::Struct::full_name(), "google.protobuf.Struct");
+        assert_eq!(
+            super::Any::type_url(),
+            "type.googleapis.com/google.protobuf.Any"
+        );
+    }
 }

@@ -78,17 +78,6 @@ impl NullValue {
     }
 }
 
-macro_rules! named {
-    ($($ty:ident),*) => {$(
-        impl prost::Name for $ty {
-            const NAME: &'static str = stringify!($ty);
-            const PACKAGE: &'static str = "google.protobuf";
-        }
-    )*};
-}
-
-named!(Struct, Value, ListValue);
-
 impl Serialize for NullValue {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_unit()

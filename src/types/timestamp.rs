@@ -17,11 +17,6 @@ pub struct Timestamp {
     pub nanos: i32,
 }
 
-impl prost::Name for Timestamp {
-    const NAME: &'static str = "Timestamp";
-    const PACKAGE: &'static str = "google.protobuf";
-}
-
 /// 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z, in seconds since the epoch.
 const MIN_SECONDS: i64 = -62_135_596_800;
 const MAX_SECONDS: i64 = 253_402_300_799;

@@ -19,11 +19,6 @@ macro_rules! wrappers {
             pub value: $ty,
         }
 
-        impl prost::Name for $name {
-            const NAME: &'static str = stringify!($name);
-            const PACKAGE: &'static str = "google.protobuf";
-        }
-
         impl From<$ty> for $name {
             fn from(value: $ty) -> Self {
                 $name { value }
