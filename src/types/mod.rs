@@ -67,6 +67,11 @@ macro_rules! named {
         impl prost::Name for $ty {
             const NAME: &'static str = stringify!($ty);
             const PACKAGE: &'static str = "google.protobuf";
+
+            // As `prost-types` has them: the domain `Any`s of these types carry.
+            fn type_url() -> String {
+                concat!("type.googleapis.com/google.protobuf.", stringify!($ty)).to_owned()
+            }
         }
     )*};
 }
