@@ -521,6 +521,14 @@ async fn get_requests_are_http_405() {
     )
     .await;
     assert_eq!(response.status, http::StatusCode::METHOD_NOT_ALLOWED);
+    // What a person with curl reads: the methods a call may use, and how to make one.
+    assert_eq!(response.headers["allow"], "POST, GET, OPTIONS");
+    assert_eq!(
+        response.headers["content-type"],
+        "text/plain; charset=utf-8"
+    );
+    let text = String::from_utf8(response.body.to_vec()).unwrap();
+    assert!(text.contains("send a POST"), "{text}");
     server.stop().await;
 }
 
