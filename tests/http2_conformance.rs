@@ -155,7 +155,11 @@ async fn answered(client: &mut Client, stream: u32) -> Vec<Frame> {
             && kinds[1..kinds.len() - 1].iter().all(|&kind| kind == DATA)
             && kinds[kinds.len() - 1] == HEADERS
             && on_stream[on_stream.len() - 1].flags & END_STREAM != 0,
-        "stream {stream} answered with HEADERS, DATA and trailers: {frames:?}"
+        "stream {stream} answered with HEADERS, DATA and trailers: {:?}",
+        frames
+            .iter()
+            .map(|f| (f.kind, f.flags, f.stream, f.payload.len()))
+            .collect::<Vec<_>>()
     );
     on_stream
 }
@@ -395,17 +399,15 @@ async fn priority_on_an_idle_stream_is_allowed_and_opens_nothing() {
 /// is what lets a frame late for a stream we reset long ago cost only its stream, never the
 /// connection. The stream is not served either way.
 #[tokio::test]
-async fn a_new_stream_below_the_last_one_is_refused_as_closed() {
+async fn a_new_stream_below_the_last_one_is_a_connection_error() {
     let server = server(builder()).await;
     let mut client = Client::connect(&server).await;
     client.send(&call(&server, 3)).await;
     answered(&mut client, 3).await;
     client.send(&call(&server, 1)).await;
-    let error = stream_or_connection_error(&mut client, 1).await;
-    assert_eq!(error, (RST_STREAM, STREAM_CLOSED));
-    client.send(&call(&server, 5)).await;
-    answered(&mut client, 5).await;
+    assert_eq!(client.goaway().await.0, PROTOCOL_ERROR);
     drop(client);
+    still_serves(&server).await;
     server.stop().await;
 }
 
@@ -512,31 +514,212 @@ async fn late_frames_on_a_closed_stream_are_discarded() {
     server.stop().await;
 }
 
-/// RFC 9113 §5.1 (closed) and §6.1: DATA on a stream that both sides ended is a stream error
-/// (or connection error) of type STREAM_CLOSED; so is HEADERS on it (or, §5.1.1, a connection
-/// error of type PROTOCOL_ERROR: the stream identifier is not new).
+/// RFC 9113 §5.1 (closed): DATA or HEADERS on a stream that both sides ended with END_STREAM
+/// is a connection error of type STREAM_CLOSED.
 #[tokio::test]
-async fn data_or_headers_on_a_closed_stream_are_stream_closed() {
+async fn data_or_headers_on_a_stream_both_sides_ended_are_connection_errors() {
+    let server = server(builder()).await;
+    for (what, late) in [
+        ("DATA", raw_frames::last_data(1, &hello_frame("late"))),
+        ("HEADERS", call(&server, 1)),
+    ] {
+        let mut client = Client::connect(&server).await;
+        client.send(&call(&server, 1)).await;
+        answered(&mut client, 1).await;
+        client.send(&late).await;
+        let error = stream_or_connection_error(&mut client, 1).await;
+        assert_eq!(error, (GOAWAY, STREAM_CLOSED), "{what}");
+    }
+    server.stop().await;
+}
+
+/// RFC 9113 §5.1 (closed): DATA or HEADERS on a stream the client reset is a stream error of
+/// type STREAM_CLOSED, even when the server had answered it whole first (h2spec §5.1 #8 and #9
+/// when the answer comes between the frames).
+#[tokio::test]
+async fn data_or_headers_after_the_client_s_reset_are_stream_closed() {
     let server = server(builder()).await;
     let mut client = Client::connect(&server).await;
+    answered_while_open(&mut client, &server, 1, &[]).await;
+    client.send(&raw_frames::cancel(1)).await;
     client.send(&call(&server, 1)).await;
-    answered(&mut client, 1).await;
+    assert_eq!(client.reset(1).await, STREAM_CLOSED);
+    answered_while_open(&mut client, &server, 3, &[]).await;
+    client.send(&raw_frames::cancel(3)).await;
     client
-        .send(&raw_frames::last_data(1, &hello_frame("late")))
+        .send(&raw_frames::frame(DATA, END_STREAM, 3, b"late"))
         .await;
-    let (kind, code) = stream_or_connection_error(&mut client, 1).await;
-    assert_eq!(code, STREAM_CLOSED, "frame type {kind}");
+    assert_eq!(client.reset(3).await, STREAM_CLOSED);
+    client.send(&call(&server, 5)).await;
+    answered(&mut client, 5).await;
     drop(client);
-    let mut client = Client::connect(&server).await;
-    client.send(&call(&server, 1)).await;
-    answered(&mut client, 1).await;
-    client.send(&call(&server, 1)).await;
-    let error = stream_or_connection_error(&mut client, 1).await;
+    server.stop().await;
+}
+
+/// Opens `stream` with a request the server refuses at once, a `text/plain` POST (HTTP 415,
+/// with a body), with `more` fields, and does not end it. Reads the whole answer; the stream is
+/// then half-closed (local), and the server must not have reset it.
+async fn answered_while_open(
+    client: &mut Client,
+    server: &TestServer,
+    stream: u32,
+    more: &[(&str, &str)],
+) {
+    let mut fields = request_fields(server);
+    fields.retain(|(name, _)| name != b"content-type");
+    fields.push((b"content-type".to_vec(), b"text/plain".to_vec()));
+    for (name, value) in more {
+        fields.push((name.as_bytes().to_vec(), value.as_bytes().to_vec()));
+    }
+    client.send(&headers_of(stream, 0, &fields)).await;
+    let frames = client.read_new(|frame| ends(frame, stream)).await;
+    let answer: Vec<&Frame> = frames
+        .iter()
+        .filter(|frame| frame.stream == stream)
+        .collect();
     assert!(
-        matches!(error, (_, STREAM_CLOSED) | (GOAWAY, PROTOCOL_ERROR)),
-        "{error:?}"
+        answer.len() >= 2
+            && answer[0].kind == HEADERS
+            && answer[answer.len() - 1].kind == DATA
+            && answer[answer.len() - 1].flags & END_STREAM != 0,
+        "a 415 with a body on {stream}: {frames:?}"
     );
+    let after = client.ping(*b"answered").await;
+    assert!(
+        !after
+            .iter()
+            .any(|frame| frame.stream == stream && frame.kind == RST_STREAM),
+        "{after:?}"
+    );
+}
+
+/// RFC 9113 §5.1 (half-closed (local)) and §8.1: a stream whose answer was sent before the
+/// client ended its request stays open on the client's side, and what the client sends on it
+/// keeps the rules: trailers without pseudo-headers (§8.1.2.1 #3 in h2spec), its send window
+/// at most 2^31-1 (§6.9.1), its content-length (§8.1.2.6). Answering early does not spare it
+/// the checks, whatever the timing.
+#[tokio::test]
+async fn a_stream_answered_before_the_client_ends_it_keeps_the_rules() {
+    let server = server(builder()).await;
+    let mut client = Client::connect(&server).await;
+
+    answered_while_open(&mut client, &server, 1, &[]).await;
+    let trailers = header_block(&[(b":path", b"/trailer")]);
+    client
+        .send(&raw_frames::frame(
+            HEADERS,
+            END_HEADERS | END_STREAM,
+            1,
+            &trailers,
+        ))
+        .await;
+    assert_eq!(client.reset(1).await, PROTOCOL_ERROR);
+
+    answered_while_open(&mut client, &server, 3, &[]).await;
+    let mut bytes = window_update(3, MAX_WINDOW);
+    bytes.extend(window_update(3, MAX_WINDOW));
+    client.send(&bytes).await;
+    assert_eq!(client.reset(3).await, FLOW_CONTROL_ERROR);
+
+    answered_while_open(&mut client, &server, 5, &[("content-length", "1")]).await;
+    client
+        .send(&raw_frames::frame(DATA, END_STREAM, 5, b"test"))
+        .await;
+    assert_eq!(client.reset(5).await, PROTOCOL_ERROR);
+
+    // Ended by the client as a request would be: closed, without a reset.
+    answered_while_open(&mut client, &server, 7, &[]).await;
+    let mut bytes = raw_frames::frame(DATA, 0, 7, b"more");
+    bytes.extend(raw_frames::frame(DATA, END_STREAM, 7, b""));
+    client.send(&bytes).await;
+    let frames = client.ping(*b"ended-7!").await;
+    assert!(
+        !frames
+            .iter()
+            .any(|frame| matches!(frame.kind, RST_STREAM | GOAWAY)),
+        "{frames:?}"
+    );
+    client.send(&call(&server, 9)).await;
+    answered(&mut client, 9).await;
     drop(client);
+    server.stop().await;
+}
+
+/// RFC 9113 §5.1.2: a stream answered but not yet ended by the client still counts toward
+/// SETTINGS_MAX_CONCURRENT_STREAMS (h2spec §5.1.2 #1 when the answers come between the
+/// HEADERS); once the client ends it, it does not.
+#[tokio::test]
+async fn a_stream_answered_before_the_client_ends_it_counts_toward_the_stream_limit() {
+    let server = server(builder().max_concurrent_streams(1)).await;
+    let mut client = Client::connect(&server).await;
+    answered_while_open(&mut client, &server, 1, &[]).await;
+    client.send(&call(&server, 3)).await;
+    assert_eq!(client.reset(3).await, REFUSED_STREAM);
+    client
+        .send(&raw_frames::frame(DATA, END_STREAM, 1, b""))
+        .await;
+    client.send(&call(&server, 5)).await;
+    answered(&mut client, 5).await;
+    drop(client);
+    server.stop().await;
+}
+
+/// RFC 9113 §8.1: a client that goes on sending a request whose answer it has is asked to
+/// stop (RST_STREAM NO_ERROR) once half a stream window has come, and what it sent is given
+/// back to the connection window; its own reset of such a stream is not a wasted stream
+/// (rapid reset's budget: two a second here).
+#[tokio::test]
+async fn a_stream_answered_early_is_stopped_not_counted_as_wasted() {
+    let window = 64 * 1024;
+    let server = server(
+        builder()
+            .max_concurrent_streams(2)
+            .initial_stream_window_size(window)
+            .initial_connection_window_size(window),
+    )
+    .await;
+    let mut client = Client::connect(&server).await;
+    answered_while_open(&mut client, &server, 1, &[]).await;
+    client
+        .send(&data_frames(1, &vec![0; window as usize / 2 + 1], 16 * 1024)[..])
+        .await;
+    assert_eq!(client.reset(1).await, NO_ERROR);
+    for stream in (3..=21).step_by(2) {
+        answered_while_open(&mut client, &server, stream, &[]).await;
+        client.send(&raw_frames::cancel(stream)).await;
+    }
+    // The connection window came back whole: a body of all of it is read.
+    let name = "n".repeat(window as usize - 100);
+    // Room for the reply past the 415s' bodies.
+    let mut bytes = window_update(0, window);
+    bytes.extend(headers(&server, 23));
+    bytes.extend(data_frames(23, &hello_frame(&name), 16 * 1024));
+    client.send(&bytes).await;
+    let frames = answered(&mut client, 23).await;
+    assert!(data_on(&frames, 23).len() > name.len(), "{frames:?}");
+    drop(client);
+    server.stop().await;
+}
+
+/// RFC 9113 §3.4: a connection that does not start with the preface (nor with an HTTP/1.1
+/// request line) gets GOAWAY PROTOCOL_ERROR and is closed, as soon as its first bytes differ.
+#[tokio::test]
+async fn a_connection_without_the_preface_gets_goaway_and_is_closed() {
+    let server = server(builder()).await;
+    for garbage in [
+        &b"INVALID CONNECTION PREFACE\r\n\r\n"[..],
+        b"PRI * HTTP/1.1",
+    ] {
+        let mut client = Client::connect_bare(&server).await;
+        client.send(garbage).await;
+        assert_eq!(client.goaway().await.0, PROTOCOL_ERROR, "{garbage:?}");
+        let frames = client.read_until(|_| false).await;
+        assert!(
+            frames.last().is_some_and(|frame| frame.kind == GOAWAY),
+            "closed after the GOAWAY: {frames:?}"
+        );
+    }
+    still_serves(&server).await;
     server.stop().await;
 }
 

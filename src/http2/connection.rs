@@ -165,23 +165,29 @@ impl std::hash::Hasher for StreamIdHasher {
     }
 }
 
-/// How a stream that is no longer open closed, for the frames that still come on it.
+/// How a stream that is no longer open closed, for the frames that still come on it
+/// (RFC 9113 §5.1, "closed").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Closed {
-    /// We reset it, or answered it while the client was still sending: the client may send
-    /// on it until it learns that, so its frames are ignored (RFC 9113 §5.1, "closed").
+    /// We reset it: the client may send on it until it learns that, so its frames are ignored.
     ByUs,
-    /// Both sides ended it, or the client reset it: a frame on it is a stream error of type
+    /// The client reset it: DATA or HEADERS on it is a stream error of type STREAM_CLOSED.
+    ByClient,
+    /// Both sides ended it with END_STREAM: DATA or HEADERS on it is a connection error of type
     /// STREAM_CLOSED.
     Ended,
 }
 
-/// How many closed streams a connection remembers. Past them, a stream below the client's
-/// last one counts as ended: a frame on it gets STREAM_CLOSED (as h2 answers streams it has
-/// forgotten), never a connection error, so a frame late for a stream we reset long ago costs
-/// the client nothing but that stream's reset.
+/// How many closed streams a connection remembers. DATA on a stream below the client's last
+/// one that is not remembered gets a stream error STREAM_CLOSED (as h2 answers streams it has
+/// forgotten), so DATA late for a stream we reset long ago costs the client nothing but that
+/// stream's reset. HEADERS on such a stream is a connection error PROTOCOL_ERROR: to the
+/// client, it opens a stream whose id is not new (§5.1.1).
 const CLOSED_REMEMBERED: usize = 128;
 
+/// A stream the client opened and has not reset, and whose either side is still open: open,
+/// half-closed (remote) once the client ends its side, half-closed (local) once our reply has
+/// ended ([`Stream::answered`]) while the client is still sending.
 struct Stream {
     /// The client has not ended its side yet.
     recv_open: bool,
@@ -206,6 +212,16 @@ struct Stream {
     head: Option<http::request::Parts>,
     /// From `grpc-timeout` and the server's default, counted from when the headers arrived.
     deadline: Option<Deadline>,
+}
+
+impl Stream {
+    /// Whether the reply has been sent whole, END_STREAM included.
+    fn answered(&self) -> bool {
+        self.head_sent
+            && self.sending.is_none()
+            && self.pending.is_empty()
+            && self.pending_end.is_none()
+    }
 }
 
 /// How a reply ends once its data is sent.
@@ -456,6 +472,7 @@ where
         }
         frame::put_goaway(&mut self.out.buf, self.last_stream, Reason::NO_ERROR, b"");
         self.drain = Drain::Final;
+        self.stop_answered_streams();
         self.ack_timer
             .as_mut()
             .reset(Instant::now() + FINAL_GOAWAY_WAIT);
@@ -632,14 +649,16 @@ where
     /// Handles every whole frame in the read buffer.
     fn handle_frames(&mut self) -> Result<(), FrameError> {
         if !self.preface_seen {
-            if self.read_buf.len() < PREFACE.len() {
-                return Ok(());
-            }
-            if &self.read_buf[..PREFACE.len()] != PREFACE {
+            // Judged as it arrives: a client that sent something else hears so at once.
+            let seen = self.read_buf.len().min(PREFACE.len());
+            if self.read_buf[..seen] != PREFACE[..seen] {
                 return Err(FrameError::Connection(
                     Reason::PROTOCOL_ERROR,
                     "no HTTP/2 preface",
                 ));
+            }
+            if seen < PREFACE.len() {
+                return Ok(());
             }
             let _ = self.read_buf.split_to(PREFACE.len());
             self.preface_seen = true;
@@ -715,6 +734,7 @@ where
             }
             Frame::GoAway { .. } => {
                 self.peer_goaway = true;
+                self.stop_answered_streams();
             }
             Frame::WindowUpdate {
                 stream: 0,
@@ -749,12 +769,17 @@ where
                 self.check_not_idle(stream, "RST_STREAM on an idle stream")?;
                 if let Some(state) = self.streams.remove(&stream) {
                     tracing::debug!(stream, ?reason, "the client reset a stream");
-                    self.closed(stream, Closed::Ended);
+                    let answered = state.answered();
+                    self.closed(stream, Closed::ByClient);
                     self.release_connection(unread_bytes(&state.recv));
                     if let Some(shared) = state.shared {
                         shared.end(RecvEnd::Reset(reason));
                     }
-                    self.count_wasted_stream()?;
+                    // A stream answered whole did its work: ending its side with a reset
+                    // (as h2's client does) wastes nothing.
+                    if !answered {
+                        self.count_wasted_stream()?;
+                    }
                 }
             }
             Frame::Priority { .. } | Frame::Unknown => {}
@@ -898,18 +923,70 @@ where
         self.closed.push_back((stream, how));
     }
 
-    /// A frame other than PRIORITY, WINDOW_UPDATE or RST_STREAM on a stream below the client's
-    /// last that is not open: ignored if we closed it, else STREAM_CLOSED (§5.1).
-    fn on_closed_stream(&mut self, stream: u32, why: &'static str) {
-        let how = self
-            .closed
+    /// How `stream` closed, if it is remembered.
+    fn closed_how(&self, stream: u32) -> Option<Closed> {
+        self.closed
             .iter()
             .rev()
             .find(|(id, _)| *id == stream)
-            .map_or(Closed::Ended, |(_, how)| *how);
-        if how == Closed::Ended {
-            tracing::debug!(stream, why, "a frame on a closed stream");
-            frame::put_rst_stream(&mut self.out.buf, stream, Reason::STREAM_CLOSED);
+            .map(|(_, how)| *how)
+    }
+
+    /// DATA or HEADERS on a stream below the client's last that is not open (§5.1, "closed"):
+    /// ignored if we reset it, a connection error if both sides had ended it, else a stream
+    /// error; all of type STREAM_CLOSED.
+    fn on_closed_stream(&mut self, stream: u32, why: &'static str) -> Result<(), FrameError> {
+        match self.closed_how(stream) {
+            Some(Closed::ByUs) => Ok(()),
+            Some(Closed::Ended) => Err(FrameError::Connection(Reason::STREAM_CLOSED, why)),
+            Some(Closed::ByClient) | None => {
+                tracing::debug!(stream, why, "a frame on a closed stream");
+                frame::put_rst_stream(&mut self.out.buf, stream, Reason::STREAM_CLOSED);
+                Ok(())
+            }
+        }
+    }
+
+    /// Ends a stream whose reply is sent while the client is still sending, with RST_STREAM
+    /// NO_ERROR: what it sends is not needed (RFC 9113 §8.1). Not a wasted stream.
+    fn stop_sending(&mut self, id: u32) {
+        let Some(stream) = self.streams.remove(&id) else {
+            return;
+        };
+        frame::put_rst_stream(&mut self.out.buf, id, Reason::NO_ERROR);
+        self.closed(id, Closed::ByUs);
+        self.release_connection(unread_bytes(&stream.recv));
+        if let Some(shared) = stream.shared {
+            shared.end(RecvEnd::Reset(Reason::CANCEL));
+        }
+    }
+
+    /// Ends every half-closed (local) stream: once the connection drains, nothing the client
+    /// sends on them would be read.
+    fn stop_answered_streams(&mut self) {
+        let mut answered = std::mem::take(&mut self.waiting);
+        answered.clear();
+        answered.extend(
+            self.streams
+                .iter()
+                .filter(|(_, stream)| stream.recv_open && stream.answered())
+                .map(|(id, _)| *id),
+        );
+        for &id in &answered {
+            self.stop_sending(id);
+        }
+        self.waiting = answered;
+    }
+
+    /// Forgets `id` once both sides have ended it.
+    fn end_if_done(&mut self, id: u32) {
+        if self
+            .streams
+            .get(&id)
+            .is_some_and(|stream| !stream.recv_open && stream.answered())
+        {
+            self.streams.remove(&id);
+            self.closed(id, Closed::Ended);
         }
     }
 
@@ -953,8 +1030,7 @@ where
         let Some(stream) = self.streams.get_mut(&id) else {
             // A stream already closed: the data is dropped, its window given back.
             self.release_connection(flow_len);
-            self.on_closed_stream(id, "DATA on a closed stream");
-            return Ok(());
+            return self.on_closed_stream(id, "DATA on a closed stream");
         };
         if !stream.recv_open {
             self.release_connection(flow_len);
@@ -1005,36 +1081,37 @@ where
                 shared.end(RecvEnd::Done(None));
             }
         }
-        let done = !stream.recv_open
-            && stream.pending_end.is_none()
-            && stream.head_sent
-            && stream.sending.is_none()
-            && stream.pending.is_empty();
         if release > 0 {
             self.release(id, release);
         }
-        if done {
-            self.streams.remove(&id);
-            self.closed(id, Closed::Ended);
-        }
+        self.end_if_done(id);
         Ok(())
     }
 
     /// Gives `bytes` of window back on `id` and the connection, sending WINDOW_UPDATEs once
-    /// half a window has come back (coalesced: a few per window, not one per frame).
+    /// half a window has come back (coalesced: a few per window, not one per frame). A stream
+    /// whose reply was sent gets no more window: at that point it is told to stop instead.
     fn release(&mut self, id: u32, bytes: usize) {
         let half_stream = self.shared.connection.initial_stream_window_size / 2;
+        let mut unwanted = false;
         if let Some(stream) = self.streams.get_mut(&id)
             && stream.recv_open
         {
             stream.recv_unreleased += bytes as u32;
             if stream.recv_unreleased >= half_stream.max(1) {
-                frame::put_window_update(&mut self.out.buf, id, stream.recv_unreleased);
-                stream.recv_window += stream.recv_unreleased as i64;
-                stream.recv_unreleased = 0;
+                if stream.answered() {
+                    unwanted = true;
+                } else {
+                    frame::put_window_update(&mut self.out.buf, id, stream.recv_unreleased);
+                    stream.recv_window += stream.recv_unreleased as i64;
+                    stream.recv_unreleased = 0;
+                }
             }
         }
         self.release_connection(bytes);
+        if unwanted {
+            self.stop_sending(id);
+        }
     }
 
     fn release_connection(&mut self, bytes: usize) {
@@ -1091,6 +1168,7 @@ where
                         // A call not started yet gets its trailers dropped: gRPC requests have none.
                         Recv::Before(_) | Recv::Dropped => {}
                     }
+                    self.end_if_done(id);
                 }
                 Err(why) => self.reset(id, Reason::PROTOCOL_ERROR, why),
             }
@@ -1127,10 +1205,13 @@ where
             drop(head);
             return match reset {
                 None => Ok(()),
-                Some(Reason::STREAM_CLOSED) => {
-                    self.on_closed_stream(id, "HEADERS on a closed stream");
-                    Ok(())
-                }
+                Some(Reason::STREAM_CLOSED) => match self.closed_how(id) {
+                    Some(_) => self.on_closed_stream(id, "HEADERS on a closed stream"),
+                    None => Err(FrameError::Connection(
+                        Reason::PROTOCOL_ERROR,
+                        "a new stream whose id is not above the last one",
+                    )),
+                },
                 Some(Reason::REFUSED_STREAM) => {
                     frame::put_rst_stream(&mut self.out.buf, id, Reason::REFUSED_STREAM);
                     self.closed(id, Closed::ByUs);
@@ -1171,6 +1252,7 @@ where
             Ok((parts, content_length)) => {
                 if end_stream && content_length.is_some_and(|length| length != 0) {
                     frame::put_rst_stream(&mut self.out.buf, id, Reason::PROTOCOL_ERROR);
+                    self.closed(id, Closed::ByUs);
                     return Ok(());
                 }
                 stream.content_length = content_length;
@@ -1189,6 +1271,7 @@ where
             Err(why) => {
                 tracing::debug!(stream = id, why, "malformed request");
                 frame::put_rst_stream(&mut self.out.buf, id, Reason::PROTOCOL_ERROR);
+                self.closed(id, Closed::ByUs);
             }
         }
         Ok(())
@@ -1480,27 +1563,31 @@ where
         }
     }
 
-    /// The reply is sent: the stream ends, or, if the client is still sending, is reset with
-    /// NO_ERROR so it stops (RFC 9113 §8.1).
+    /// The reply is sent: the stream ends, or, if the client is still sending, stays
+    /// half-closed (local) until the client ends it, its frames checked as an open stream's
+    /// (their flow control, trailers and content-length). Nothing reads its data any more, and
+    /// no window is given back for it: once half a window has come, RST_STREAM NO_ERROR tells
+    /// the client to stop (RFC 9113 §8.1), as it tells every such stream once the connection
+    /// drains.
     fn send_done(&mut self, id: u32) {
-        let Some(stream) = self.streams.get(&id) else {
+        let draining = self.drain == Drain::Final || self.peer_goaway;
+        let Some(stream) = self.streams.get_mut(&id) else {
             return;
         };
-        let how = if stream.recv_open {
-            frame::put_rst_stream(&mut self.out.buf, id, Reason::NO_ERROR);
-            Closed::ByUs
-        } else {
-            Closed::Ended
-        };
-        self.closed(id, how);
-        if let Some(stream) = self.streams.remove(&id) {
-            self.release_connection(unread_bytes(&stream.recv));
-            if stream.recv_open
-                && let Some(shared) = stream.shared
-            {
-                shared.end(RecvEnd::Reset(Reason::CANCEL));
-            }
+        if !stream.recv_open {
+            self.streams.remove(&id);
+            self.closed(id, Closed::Ended);
+            return;
         }
+        if draining {
+            return self.stop_sending(id);
+        }
+        let unread = unread_bytes(&stream.recv);
+        stream.recv = Recv::Dropped;
+        if let Some(shared) = stream.shared.take() {
+            shared.end(RecvEnd::Reset(Reason::CANCEL));
+        }
+        self.release_connection(unread);
     }
 
     /// Polls the reply bodies that woke up, packing what they have into DATA frames.

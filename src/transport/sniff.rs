@@ -1,10 +1,13 @@
 //! Telling HTTP/2 from HTTP/1.1 on a new connection by its first bytes, so that one listener
 //! serves both.
 //!
-//! An HTTP/2 client starts with the preface `PRI * HTTP/2.0…`; an HTTP/1.1 client with a
-//! request line, whose method is never `PRI` (RFC 9113 §3.4 reserves it). Reading the bytes
-//! until they differ from `PRI ` decides, after two bytes for a `POST` or an `OPTIONS`. The bytes
-//! read are handed back first by [`Sniffed`], so the chosen server sees the connection whole.
+//! An HTTP/1.1 client starts with a request line, whose method is one of HTTP's
+//! ([`HTTP1_METHODS`]); an HTTP/2 client with the preface `PRI * HTTP/2.0…` (RFC 9113 §3.4
+//! reserves `PRI`). Reading the bytes until they start with a method and a space, or can no
+//! longer, decides: after five bytes for a `POST`. Bytes that start no HTTP/1.1 request go to
+//! the HTTP/2 engine, which answers anything but its preface with GOAWAY PROTOCOL_ERROR
+//! (h2spec §3.5 expects it). The bytes read are handed back first by [`Sniffed`], so the
+//! chosen server sees the connection whole.
 
 use std::io;
 use std::pin::Pin;
@@ -19,8 +22,37 @@ pub(crate) enum Protocol {
     Http1,
 }
 
-/// What the HTTP/2 preface starts with; no HTTP/1 method does.
-const PREFACE_START: &[u8; 4] = b"PRI ";
+/// The request methods of HTTP/1.1 (RFC 9110 §9, and PATCH, RFC 5789), each with the space
+/// that ends it. No other first bytes are an HTTP/1.1 request this server could answer.
+const HTTP1_METHODS: [&[u8]; 9] = [
+    b"GET ",
+    b"POST ",
+    b"OPTIONS ",
+    b"HEAD ",
+    b"PUT ",
+    b"DELETE ",
+    b"PATCH ",
+    b"CONNECT ",
+    b"TRACE ",
+];
+
+/// The longest of [`HTTP1_METHODS`]: what sniffing reads at most.
+const SNIFF_LEN: usize = 8;
+
+/// What `read` tells: `Some` once it is the start of an HTTP/1.1 request or cannot become one.
+fn decide(read: &[u8]) -> Option<Protocol> {
+    let mut may_become = false;
+    for method in HTTP1_METHODS {
+        let n = read.len().min(method.len());
+        if read[..n] == method[..n] {
+            if n == method.len() {
+                return Some(Protocol::Http1);
+            }
+            may_become = true;
+        }
+    }
+    (!may_become).then_some(Protocol::Http2)
+}
 
 /// Reads the first bytes of `io` until they tell its protocol. `None` if the peer closes the
 /// connection (or it fails) before.
@@ -28,14 +60,13 @@ pub(crate) async fn sniff<IO>(mut io: IO) -> Option<(Protocol, Sniffed<IO>)>
 where
     IO: AsyncRead + Unpin,
 {
-    let mut read = [0u8; PREFACE_START.len()];
+    let mut read = [0u8; SNIFF_LEN];
     let mut len = 0;
     let protocol = loop {
-        if read[..len] != PREFACE_START[..len] {
-            break Protocol::Http1;
-        }
-        if len == PREFACE_START.len() {
-            break Protocol::Http2;
+        if len > 0
+            && let Some(protocol) = decide(&read[..len])
+        {
+            break protocol;
         }
         match io.read(&mut read[len..]).await {
             Ok(0) | Err(_) => return None,
@@ -58,7 +89,7 @@ where
 pub(crate) struct Sniffed<IO> {
     io: IO,
     /// `read[start..end]` is still to be handed back.
-    read: [u8; PREFACE_START.len()],
+    read: [u8; SNIFF_LEN],
     start: usize,
     end: usize,
 }
@@ -126,6 +157,27 @@ mod tests {
             assert_eq!(
                 sniffed(options, pieces).await,
                 (Protocol::Http1, options.to_vec())
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn every_method_is_http1_and_other_bytes_are_http2() {
+        for method in HTTP1_METHODS {
+            let mut request = method.to_vec();
+            request.extend_from_slice(b"/ HTTP/1.1\r\n\r\n");
+            assert_eq!(sniffed(&request, 1).await, (Protocol::Http1, request));
+        }
+        // Not a request line: the HTTP/2 engine answers it (GOAWAY), as it does any bad preface.
+        for garbage in [
+            &b"INVALID CONNECTION PREFACE\r\n\r\n"[..],
+            b"GETX",
+            b"\x16\x03\x01",
+        ] {
+            assert_eq!(
+                sniffed(garbage, 1).await,
+                (Protocol::Http2, garbage.to_vec()),
+                "{garbage:?}"
             );
         }
     }
