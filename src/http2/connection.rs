@@ -1081,10 +1081,14 @@ where
                 shared.end(RecvEnd::Done(None));
             }
         }
+        let done = !stream.recv_open && stream.answered();
         if release > 0 {
             self.release(id, release);
         }
-        self.end_if_done(id);
+        if done {
+            self.streams.remove(&id);
+            self.closed(id, Closed::Ended);
+        }
         Ok(())
     }
 
