@@ -2,8 +2,7 @@
 # End-to-end load over loopback with h2load (Debian's nghttp2-client): fastgrpc's
 # greeter_server against tonic_greeter_server (same proto, same handler), side by side.
 #
-#   bash benches/e2e.sh            # the three load shapes, 3 rounds each: fastgrpc on the h2
-#                                  # engine ("fastgrpc"), on its own ("engine"), and tonic
+#   bash benches/e2e.sh            # the three load shapes, 3 rounds each: fastgrpc and tonic
 #   ROUNDS=1 bash benches/e2e.sh   # quicker
 #   SHAPES="200000 4 16" bash benches/e2e.sh   # only these shapes: "requests connections
 #                                              # streams", several separated by ';'
@@ -13,8 +12,8 @@
 #   bash benches/e2e.sh slow       # 64 pipelined 4 ms calls, one worker: first and last answer
 #   bash benches/e2e.sh busy       # one connection x 64 streams, 50 us handler, two workers
 #   bash benches/e2e.sh mixed      # 1 ms calls and health checks on one connection: checks' p99
-#   bash benches/e2e.sh streaming  # server streaming: interop_server on both HTTP/2 engines
-#                                  # against tonic_streaming_server, CPU per reply message
+#   bash benches/e2e.sh streaming  # server streaming: interop_server against
+#                                  # tonic_streaming_server, CPU per reply message
 #   bash benches/e2e.sh web        # gRPC-Web unary over HTTP/2 and HTTP/1.1 (h2load --h1),
 #                                  # against tonic with tonic-web and accept_http1
 #   bash benches/e2e.sh connect    # Connect unary (proto and JSON over h2c, proto over HTTP/1.1)
@@ -22,12 +21,12 @@
 #   bash benches/e2e.sh metrics    # light unary with gRFC A66 metrics on and off, and tonic
 #   bash benches/e2e.sh large      # unary calls of 1 MiB each way, one connection x 4 streams
 #   bash benches/e2e.sh clientstream  # client streaming: 1,000 messages of 100 bytes a call,
-#                                  # interop_server on both engines against tonic_streaming_server
+#                                  # interop_server against tonic_streaming_server
 #   bash benches/e2e.sh idle       # server memory (VmRSS) per idle connection: 1,000 connections
 #                                  # that made one call each (benches/idle_connections.py)
 #   Instructions per call or per message, under callgrind: benches/instructions.sh.
 #
-# `streaming`, `large`, `clientstream` and `idle` run fastgrpc on both engines beside tonic,
+# `streaming`, `large`, `clientstream` and `idle` run fastgrpc beside tonic,
 # and end with each server's median over the rounds and its ratio to tonic's.
 # `slow`, `busy`, `mixed` and `heavy` run fastgrpc's default (adaptive inline) beside
 # `--no-inline`, `--always-inline` and tonic. `slow` and `mixed` use examples/load_probe.rs,
@@ -279,12 +278,10 @@ case "${1:-}" in
     for _ in $(seq 1000); do printf '\x12\x02\x08\x64' >> "$body"; done
     url="http://127.0.0.1:$port/grpc.testing.TestService/StreamingOutputCall"
     for round in $(seq "$rounds"); do
-      for engine in h2 fastgrpc; do
-        # One worker, as tonic_streaming_server gets (interop_server takes tokio's default).
-        FASTGRPC_HTTP2_ENGINE=$engine TOKIO_WORKER_THREADS=1 taskset -c 0 \
-          target/release/examples/interop_server --port "$port" >/dev/null 2>&1 &
-        stream_run "fastgrpc ${engine/fastgrpc/own} engine (round $round)" $! "$url" 2000 1000
-      done
+      # One worker, as tonic_streaming_server gets (interop_server takes tokio's default).
+      TOKIO_WORKER_THREADS=1 taskset -c 0 \
+        target/release/examples/interop_server --port "$port" >/dev/null 2>&1 &
+      stream_run "fastgrpc (round $round)" $! "$url" 2000 1000
       taskset -c 0 target/release/examples/tonic_streaming_server --addr "127.0.0.1:$port" \
         --workers 1 >/dev/null 2>&1 &
       stream_run "tonic (round $round)" $! "$url" 2000 1000
@@ -309,10 +306,7 @@ case "${1:-}" in
     make_body large
     check=1
     for round in $(seq "$rounds"); do
-      for engine in h2 fastgrpc; do
-        run "fastgrpc ${engine/fastgrpc/own} engine (round $round)" 2000 1 4 0 -- \
-          "${fastgrpc[@]}" --workers 1 --http2-engine "$engine"
-      done
+      run "fastgrpc (round $round)" 2000 1 4 0 -- "${fastgrpc[@]}" --workers 1
       run "tonic (round $round)" 2000 1 4 0 -- "${tonic[@]}" --workers 1
     done
     medians
@@ -325,12 +319,9 @@ case "${1:-}" in
     check=1
     url="http://127.0.0.1:$port/grpc.testing.TestService/StreamingInputCall"
     for round in $(seq "$rounds"); do
-      for engine in h2 fastgrpc; do
-        FASTGRPC_HTTP2_ENGINE=$engine TOKIO_WORKER_THREADS=1 taskset -c 0 \
-          target/release/examples/interop_server --port "$port" >/dev/null 2>&1 &
-        stream_run "fastgrpc ${engine/fastgrpc/own} engine (round $round)" $! "$url" \
-          10000 1000
-      done
+      TOKIO_WORKER_THREADS=1 taskset -c 0 \
+        target/release/examples/interop_server --port "$port" >/dev/null 2>&1 &
+      stream_run "fastgrpc (round $round)" $! "$url" 10000 1000
       taskset -c 0 target/release/examples/tonic_streaming_server --addr "127.0.0.1:$port" \
         --workers 1 >/dev/null 2>&1 &
       stream_run "tonic (round $round)" $! "$url" 10000 1000
@@ -341,10 +332,7 @@ case "${1:-}" in
     # 1,000 connections held by one client process (and as many descriptors on the server).
     [[ $(ulimit -n) -ge 4096 ]] || ulimit -n 4096
     for round in $(seq "$rounds"); do
-      for engine in h2 fastgrpc; do
-        idle_run "fastgrpc ${engine/fastgrpc/own} engine (round $round)" -- \
-          "${fastgrpc[@]}" --workers 1 --http2-engine "$engine"
-      done
+      idle_run "fastgrpc (round $round)" -- "${fastgrpc[@]}" --workers 1
       idle_run "tonic (round $round)" -- "${tonic[@]}" --workers 1
     done
     medians
@@ -445,10 +433,7 @@ IFS=';' read -ra shapes <<<"${SHAPES:-20000 1 1;200000 4 16;400000 16 64}"
 for shape in "${shapes[@]}"; do
   read -r n c m <<<"$shape"
   for round in $(seq "$rounds"); do
-    run "fastgrpc c=$c m=$m (round $round)" "$n" "$c" "$m" 0 -- "${fastgrpc[@]}" --workers 1 \
-      --http2-engine h2
-    run "engine   c=$c m=$m (round $round)" "$n" "$c" "$m" 0 -- "${fastgrpc[@]}" --workers 1 \
-      --http2-engine fastgrpc
+    run "fastgrpc c=$c m=$m (round $round)" "$n" "$c" "$m" 0 -- "${fastgrpc[@]}" --workers 1
     run "tonic    c=$c m=$m (round $round)" "$n" "$c" "$m" 0 -- "${tonic[@]}" --workers 1
     if [[ -n "${BASELINE:-}" ]]; then
       run "baseline c=$c m=$m (round $round)" "$n" "$c" "$m" 0 -- "$BASELINE" \

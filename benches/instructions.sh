@@ -4,10 +4,10 @@
 # of different lengths, so start-up and shutdown cancel out.
 #
 #   bash benches/instructions.sh unary       # SayHello one at a time (h2load -c 1 -m 1),
-#                                            # greeter_server --always-inline on both engines
+#                                            # greeter_server --always-inline
 #   bash benches/instructions.sh streaming   # StreamingOutputCall of 1,000 replies of 100
-#                                            # bytes, 8 at a time: interop_server on both
-#                                            # engines and tonic_streaming_server
+#                                            # bytes, 8 at a time: interop_server and
+#                                            # tonic_streaming_server
 #
 # Loopback only; every run is bounded by a request count and a `timeout`.
 set -euo pipefail
@@ -58,21 +58,16 @@ case "${1:-unary}" in
   unary)
     # HelloRequest { name: "world" }
     printf '\x00\x00\x00\x00\x07\x0a\x05world' > "$work/body"
-    for engine in h2 fastgrpc; do
-      per "$engine engine" call 3000 13000 1 1 /helloworld.Greeter/SayHello -- \
-        target/release/examples/greeter_server --addr "127.0.0.1:$port" --workers 1 \
-        --always-inline --http2-engine "$engine"
-    done ;;
+    per fastgrpc call 3000 13000 1 1 /helloworld.Greeter/SayHello -- \
+      target/release/examples/greeter_server --addr "127.0.0.1:$port" --workers 1 \
+      --always-inline ;;
   streaming)
     # StreamingOutputCallRequest with 1,000 response_parameters { size: 100 }
     printf '\x00\x00\x00\x0f\xa0' > "$work/body"
     for _ in $(seq 1000); do printf '\x12\x02\x08\x64' >> "$work/body"; done
     path=/grpc.testing.TestService/StreamingOutputCall
-    for engine in h2 fastgrpc; do
-      FASTGRPC_HTTP2_ENGINE=$engine TOKIO_WORKER_THREADS=1 \
-        per "$engine engine" message 20 120 1000 8 "$path" -- \
-        target/release/examples/interop_server --port "$port"
-    done
+    TOKIO_WORKER_THREADS=1 per fastgrpc message 20 120 1000 8 "$path" -- \
+      target/release/examples/interop_server --port "$port"
     per tonic message 20 120 1000 8 "$path" -- \
       target/release/examples/tonic_streaming_server --addr "127.0.0.1:$port" --workers 1 ;;
   *) echo "usage: bash benches/instructions.sh [unary|streaming]" >&2; exit 2 ;;

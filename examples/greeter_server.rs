@@ -23,8 +23,9 @@
 //! and `--inline-budget-us N` how long one poll of a connection may run calls inline
 //! (`Builder::inline_budget`).
 //!
-//! `--http2-engine h2|fastgrpc` picks the HTTP/2 implementation (`Builder::http2_engine`;
-//! default: fastgrpc's own, or the h2 crate if `FASTGRPC_HTTP2_ENGINE=h2`).
+//! `--http2-engine fastgrpc` is accepted, for scripts written when the h2 crate's engine could
+//! be chosen instead; that engine was retired, and `--http2-engine h2` is refused with a
+//! message saying so.
 //!
 //! gRPC-Web is served on the same port (over HTTP/2, and over HTTP/1.1 for browsers);
 //! `--no-http1` serves HTTP/2 only (`Builder::accept_http1(false)`). Pages of any origin may
@@ -114,7 +115,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut max_connection_age = None;
     let mut drain_grace = None;
     let mut shutdown_delay = Duration::ZERO;
-    let mut engine = None;
     let mut metrics_addr: Option<std::net::SocketAddr> = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -137,22 +137,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--drain-grace" => drain_grace = Some(seconds(&value()?)?),
             "--shutdown-delay" => shutdown_delay = seconds(&value()?)?,
             "--metrics-addr" => metrics_addr = Some(value()?.parse()?),
-            "--http2-engine" => {
-                engine = Some(match value()?.as_str() {
-                    "h2" => fastgrpc::transport::Http2Engine::H2Crate,
-                    "fastgrpc" => fastgrpc::transport::Http2Engine::Fastgrpc,
-                    other => {
-                        return Err(
-                            format!("unknown HTTP/2 engine {other} (h2 or fastgrpc)").into()
-                        );
-                    }
-                });
-            }
+            "--http2-engine" => match value()?.as_str() {
+                "fastgrpc" => {}
+                "h2" => {
+                    return Err("the h2 crate's HTTP/2 engine was retired (2026-12-03): \
+                        fastgrpc's own engine serves every connection"
+                        .into());
+                }
+                other => return Err(format!("unknown HTTP/2 engine {other}").into()),
+            },
             "-h" | "--help" => {
                 println!(
                     "usage: greeter_server [--addr HOST:PORT] [--workers N] [--work-us N] [--no-inline | --always-inline] \
                      [--inline-cost-limit-us N] [--inline-budget-us N] [--no-http1] [--web-origin ORIGIN] \
-                     [--max-connection-age SECS] [--drain-grace SECS] [--shutdown-delay SECS] [--http2-engine h2|fastgrpc] \
+                     [--max-connection-age SECS] [--drain-grace SECS] [--shutdown-delay SECS] [--http2-engine fastgrpc] \
                      [--metrics-addr HOST:PORT]"
                 );
                 return Ok(());
@@ -208,9 +206,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         if let Some(budget) = inline_budget {
             server = server.inline_budget(budget);
-        }
-        if let Some(engine) = engine {
-            server = server.http2_engine(engine);
         }
         // Kept until the server stops: dropping the provider would stop its metrics.
         let mut _metrics = None;

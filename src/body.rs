@@ -1,9 +1,9 @@
 //! Request and response bodies as the server hands them to services and takes them back.
 //!
-//! A [`RequestBody`] is usually *complete*: the connection driver read every DATA frame of the
-//! stream before calling the service, so the body is one contiguous `Bytes` and a unary call
-//! can decode it at once. Otherwise it carries what has arrived and the h2 stream for the rest,
-//! or, when the service is hosted by another server (tonic), that server's body.
+//! A [`RequestBody`] is usually *complete*: the connection read every DATA frame of the stream
+//! before calling the service, so the body is one contiguous `Bytes` and a unary call can decode
+//! it at once. Otherwise it carries the HTTP/2 stream the rest arrives on, or, when the service
+//! is hosted by another server (tonic) or the request came over HTTP/1.1, that body.
 //!
 //! A [`ResponseBody`] is what a handler produces: at most one encoded message and the
 //! trailers, a stream of encoded messages, nothing at all for a trailers-only response (the
@@ -40,8 +40,6 @@ pub struct RequestBody {
 
 /// The source of the part of a request body that has not arrived yet.
 enum Rest {
-    /// The HTTP/2 stream, when the server's h2 engine serves the call.
-    H2(h2::RecvStream),
     /// The stream, when fastgrpc's own HTTP/2 engine serves the call.
     Engine(std::sync::Arc<crate::http2::StreamShared>),
     /// Another server's body (a fastgrpc service mounted in tonic, or a test's body).
@@ -66,11 +64,6 @@ impl RequestBody {
     /// A body with nothing in it.
     pub fn empty() -> Self {
         Self::complete(Bytes::new())
-    }
-
-    /// A body of which `received` has arrived and `rest` will bring the remainder.
-    pub(crate) fn streaming(received: Option<Bytes>, rest: h2::RecvStream) -> Self {
-        Self::of(received, Some(Rest::H2(rest)))
     }
 
     /// A body of which the rest arrives through fastgrpc's own HTTP/2 connection.
@@ -137,15 +130,6 @@ impl RequestBody {
     }
 }
 
-/// The status for a request stream that broke while the server was reading it.
-pub(crate) fn stream_error(error: h2::Error) -> Status {
-    if error.is_reset() || error.is_go_away() {
-        Status::cancelled(format!("the client ended the request stream: {error}"))
-    } else {
-        Status::internal(format!("failed to read the request stream: {error}"))
-    }
-}
-
 impl http_body::Body for RequestBody {
     type Data = Bytes;
     type Error = Status;
@@ -159,7 +143,6 @@ impl http_body::Body for RequestBody {
         } else {
             match self.rest.as_mut() {
                 None => return Poll::Ready(None),
-                Some(Rest::H2(rest)) => ready!(poll_h2_frame(rest, cx)),
                 Some(Rest::Engine(rest)) => ready!(poll_engine_frame(rest, cx)),
                 Some(Rest::Body(rest)) => ready!(Pin::new(rest).poll_frame(cx)),
             }
@@ -190,20 +173,6 @@ impl http_body::Body for RequestBody {
             }
         }
     }
-}
-
-/// The next frame of an h2 request stream, giving its flow-control window back as data is taken.
-fn poll_h2_frame(
-    rest: &mut h2::RecvStream,
-    cx: &mut Context<'_>,
-) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
-    if let Some(chunk) = ready!(rest.poll_data(cx)) {
-        let chunk = chunk.map_err(stream_error)?;
-        let _ = rest.flow_control().release_capacity(chunk.len());
-        return Poll::Ready(Some(Ok(Frame::data(chunk))));
-    }
-    let trailers = ready!(rest.poll_trailers(cx)).map_err(stream_error)?;
-    Poll::Ready(trailers.map(|trailers| Ok(Frame::trailers(trailers))))
 }
 
 /// The next frame of a request stream of fastgrpc's own engine.

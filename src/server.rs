@@ -14,7 +14,7 @@
 use crate::service::{
     BoxError, Boxed, Cors, Dispatcher, FastService, GrpcRouter, Layers, NamedService, TowerService,
 };
-use crate::transport::{Connected, Http2Engine, ServerStats};
+use crate::transport::{Connected, ServerStats};
 
 use std::fmt;
 use std::future::Future;
@@ -203,14 +203,6 @@ impl Builder {
         self
     }
 
-    /// Which HTTP/2 implementation serves connections (default: [`Http2Engine::Fastgrpc`], or
-    /// [`Http2Engine::H2Crate`] if `FASTGRPC_HTTP2_ENGINE=h2`). HTTP/1.1 is served by hyper
-    /// either way.
-    pub fn http2_engine(mut self, engine: Http2Engine) -> Self {
-        self.connection.engine = engine;
-        self
-    }
-
     /// The HTTP/2 flow-control window of each stream (default 1 MiB).
     pub fn initial_stream_window_size(mut self, size: u32) -> Self {
         self.connection.initial_stream_window_size = size;
@@ -269,8 +261,7 @@ impl Builder {
     /// (default 5 minutes), and, unless `permit_without_calls` (default false), none while the
     /// client has no call open. A client that pings more often gets two strikes, then GOAWAY
     /// `ENHANCE_YOUR_CALM` with `too_many_pings`, as grpc-go's and gRPC C-core's servers do;
-    /// gRPC clients then back off their keepalive time. Enforced by
-    /// [`Http2Engine::Fastgrpc`]; the h2 engine answers every ping and cannot tell us of them.
+    /// gRPC clients then back off their keepalive time.
     pub fn http2_keepalive_policy(
         mut self,
         min_interval: Duration,
@@ -324,13 +315,6 @@ impl Builder {
     /// An HTTP/1.1 connection has no pings: only a grace bounds a request that never ends there.
     pub fn drain_grace(mut self, grace: Duration) -> Self {
         self.connection.drain_grace = Some(grace);
-        self
-    }
-
-    /// How much framing overhead of received small DATA frames a connection may buffer before
-    /// h2 closes it with `ENHANCE_YOUR_CALM` (default 4 MiB: about 16,000 tiny frames).
-    pub fn data_frame_budget(mut self, bytes: usize) -> Self {
-        self.connection.data_frame_budget = bytes;
         self
     }
 

@@ -439,7 +439,6 @@ async fn warm_call_allocations(
     let _alone = ONE_LOAD_AT_A_TIME.lock().await;
     let server = alloc::CountedServer::start(|listener| async move {
         builder()
-            .http2_engine(fastgrpc::transport::Http2Engine::Fastgrpc)
             .add_service(GreeterServer::new(FastGreeter))
             .serve_with_listener(listener, std::future::pending())
             .await

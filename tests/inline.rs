@@ -232,11 +232,9 @@ async fn a_connection_running_slow_inline_calls_lets_other_connections_in() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_method_that_computes_for_long_is_spawned_and_a_light_one_stays_inline() {
     let _alone = ONE_AT_A_TIME.lock().await;
-    let builder = Server::builder()
-        .http2_engine(fastgrpc::transport::Http2Engine::Fastgrpc)
-        .add_service(
-            TestServiceServer::new(Work::default()).inline_cost_limit(Duration::from_micros(250)),
-        );
+    let builder = Server::builder().add_service(
+        TestServiceServer::new(Work::default()).inline_cost_limit(Duration::from_micros(250)),
+    );
     let stats = builder.stats();
     let server = TestServer::start(builder).await;
 

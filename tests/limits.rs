@@ -351,20 +351,15 @@ async fn a_default_shutdown_is_not_held_by_an_idle_peer_that_never_answers() {
     server.begin_stop();
     server.stop_within(Duration::from_secs(10)).await;
     let took = started.elapsed();
-    // It waited for the shutdown PING's acknowledgement (5 s, as grpc-go), then for the
-    // drain's own ping (2 s) on the h2 engine, not for ever.
+    // It waited for the shutdown PING's acknowledgement (5 s, as grpc-go), not for ever.
     assert!(
         took >= Duration::from_millis(4_500) && took < Duration::from_millis(8_500),
         "stopped after {took:?}"
     );
-    // The peer got the announcing GOAWAY, and from fastgrpc's engine the final one, naming no
-    // stream (the h2 engine closes without it: h2 cannot be told to send it safely).
+    // The peer got the announcing GOAWAY, then the final one, naming no stream.
     let frames = frames_until_closed(&mut mute).await;
     let goaways = raw_frames::goaway_last_stream_ids(&frames);
-    assert!(
-        goaways == [(1 << 31) - 1] || goaways == [(1 << 31) - 1, 0],
-        "{frames:?}"
-    );
+    assert_eq!(goaways, [(1 << 31) - 1, 0], "{frames:?}");
     assert!(
         frames
             .iter()
@@ -417,20 +412,16 @@ async fn a_default_shutdown_cuts_off_a_mute_peer_with_a_call_in_flight() {
 /// toward a limit of 1,024 for the connection's whole life, then sends GOAWAY
 /// ENHANCE_YOUR_CALM ("too_many_internal_resets"), failing every call still open on it: on
 /// the h2 engine this test fails after some 1,100 streams (and after some 2,100 with h2 told
-/// to remember 1,024 streams for 10 s). So it runs on fastgrpc's engine, which ignores DATA
-/// on the last 128 streams it closed and answers STREAM_CLOSED on others, counting nothing.
+/// to remember 1,024 streams for 10 s), which is one reason that engine was retired.
+/// fastgrpc's engine keeps each such stream half-closed (local) until its DATA ends it, and
+/// counts nothing.
 #[tokio::test]
 async fn late_data_for_calls_answered_early_never_costs_the_connection() {
     use support::hello_frame;
     use support::scripted::{self, Client, DATA, GOAWAY, HEADERS};
     const ROUNDS: u32 = 40;
     const AT_ONCE: u32 = 64;
-    let server = TestServer::start(
-        Server::builder()
-            .http2_engine(fastgrpc::transport::Http2Engine::Fastgrpc)
-            .add_service(greeter()),
-    )
-    .await;
+    let server = TestServer::start(Server::builder().add_service(greeter())).await;
     let authority = server.addr.to_string();
     let mut client = Client::connect(&server).await;
     client
@@ -486,28 +477,14 @@ async fn late_data_for_calls_answered_early_never_costs_the_connection() {
 }
 
 /// A peer that goes on sending after the final GOAWAY (as HAProxy does, opening streams it
-/// will retry elsewhere) still reads the whole close, on either engine: the socket is
+/// will retry elsewhere) still reads the whole close: the socket is
 /// half-closed, then what comes is read and dropped until the peer closes too
 /// (`transport/linger.rs`). Closing with that data unread would make the kernel send RST, and
 /// the peer's kernel drop what it had not read yet (the final GOAWAY here, a reply's trailers
 /// behind a proxy).
 #[tokio::test]
 async fn a_peer_still_sending_after_the_final_goaway_gets_a_clean_close_not_a_reset() {
-    for engine in [
-        fastgrpc::transport::Http2Engine::Fastgrpc,
-        fastgrpc::transport::Http2Engine::H2Crate,
-    ] {
-        still_sending_after_the_final_goaway(engine).await;
-    }
-}
-
-async fn still_sending_after_the_final_goaway(engine: fastgrpc::transport::Http2Engine) {
-    let mut server = TestServer::start(
-        Server::builder()
-            .http2_engine(engine)
-            .add_service(greeter()),
-    )
-    .await;
+    let mut server = TestServer::start(Server::builder().add_service(greeter())).await;
     let mut tcp = TcpStream::connect(server.addr).await.unwrap();
     tcp.set_nodelay(true).unwrap();
     tcp.write_all(PREFACE).await.unwrap();
@@ -552,15 +529,11 @@ async fn still_sending_after_the_final_goaway(engine: fastgrpc::transport::Http2
         .expect("the server closed within 10 s");
     assert!(
         read_all.is_ok(),
-        "{engine:?}: the close was a reset, not a FIN: {read_all:?}"
+        "the close was a reset, not a FIN: {read_all:?}"
     );
     let sent = keep_sending.await.unwrap();
-    assert!(sent.is_ok(), "{engine:?}: {sent:?}");
+    assert!(sent.is_ok(), "{sent:?}");
     let goaways = raw_frames::goaway_last_stream_ids(&raw_frames::parse(&received));
-    assert_eq!(
-        goaways,
-        [(1 << 31) - 1, 0],
-        "{engine:?}: both GOAWAYs arrived"
-    );
+    assert_eq!(goaways, [(1 << 31) - 1, 0], "both GOAWAYs arrived");
     server.stop_within(Duration::from_secs(10)).await;
 }

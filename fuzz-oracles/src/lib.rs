@@ -949,7 +949,6 @@ pub fn http2_connection(data: &[u8]) {
         let incoming = futures_util::stream::iter([Ok::<_, std::io::Error>(server)]);
         let serving = tokio::spawn(
             fastgrpc::Server::builder()
-                .http2_engine(fastgrpc::transport::Http2Engine::Fastgrpc)
                 .add_service(Echo)
                 .serve_with_incoming(incoming, std::future::pending()),
         );

@@ -6,7 +6,6 @@
 #
 #   bash interop/connect/run.sh
 #
-# Environment: FASTGRPC_HTTP2_ENGINE, passed on to the server.
 set -euo pipefail
 cd "$(dirname "$0")"
 

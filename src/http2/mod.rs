@@ -7,8 +7,7 @@
 //! - `shared`: what a connection shares with its calls' tasks;
 //! - `connection`: the connection itself.
 //!
-//! Selected with `Builder::http2_engine` (the h2 crate's engine stays the default until this
-//! one has passed every suite; see `docs/ARCHITECTURE.md`).
+//! The only HTTP/2 engine since the h2 crate's was retired (`docs/ARCHITECTURE.md` says why).
 
 mod buffers;
 mod connection;
@@ -32,8 +31,7 @@ use connection::{Connection, Ended};
 pub(crate) use shared::{RecvEnd, StreamShared};
 
 /// Serves `io` with fastgrpc's engine until the peer closes it, it fails, or it is drained
-/// (shutdown, maximum age or idleness), with the same policies as the h2 engine
-/// (`transport::h2_engine`).
+/// (shutdown, maximum age or idleness).
 pub(crate) async fn serve<IO>(
     io: IO,
     connect_info: Option<ConnectInfo>,

@@ -16,7 +16,6 @@ pub(crate) struct ConnectionConfig {
     pub(crate) max_frame_size: u32,
     pub(crate) max_concurrent_streams: u32,
     pub(crate) max_header_list_size: u32,
-    pub(crate) data_frame_budget: usize,
     /// How long a new connection may take to complete the HTTP/2 preface and settings.
     pub(crate) handshake_timeout: Duration,
     /// Ping the peer this often, and close the connection if a ping is not answered in time.
@@ -32,8 +31,6 @@ pub(crate) struct ConnectionConfig {
     pub(crate) inline_budget: Duration,
     /// Whether HTTP/1.1 connections (gRPC-Web from browsers) are served beside HTTP/2.
     pub(crate) accept_http1: bool,
-    /// Which HTTP/2 implementation serves connections.
-    pub(crate) engine: Http2Engine,
     /// How often clients may ping (gRFC A8); enforced by fastgrpc's engine.
     pub(crate) ping_policy: PingPolicy,
 }
@@ -48,29 +45,6 @@ pub(crate) struct ConnectionConfig {
 pub(crate) struct PingPolicy {
     pub(crate) min_interval: Duration,
     pub(crate) permit_without_calls: bool,
-}
-
-/// Which HTTP/2 implementation serves a server's connections
-/// ([`Builder::http2_engine`](crate::Builder::http2_engine)).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Http2Engine {
-    /// The `h2` crate, driven directly: the engine fastgrpc served with first, kept
-    /// selectable while its replacement proves itself in deployments.
-    H2Crate,
-    /// fastgrpc's own connection, built for gRPC (the default).
-    Fastgrpc,
-}
-
-impl Http2Engine {
-    /// The default: `Fastgrpc`, unless the environment variable `FASTGRPC_HTTP2_ENGINE` says
-    /// `h2`, so a whole test suite can run on either engine unchanged.
-    fn from_env() -> Http2Engine {
-        match std::env::var("FASTGRPC_HTTP2_ENGINE").as_deref() {
-            Ok("h2") => Http2Engine::H2Crate,
-            _ => Http2Engine::Fastgrpc,
-        }
-    }
 }
 
 /// HTTP/2 keepalive pings: one every `interval`, each to be answered within `timeout`.
@@ -94,12 +68,6 @@ impl Default for ConnectionConfig {
             max_concurrent_streams: 1024,
             // hyper's default; h2's own (16 MiB) lets one request pin that much memory.
             max_header_list_size: 16 * 1024,
-            // h2 closes a connection whose small DATA frames pile up unread beyond this
-            // budget. Its default (half the connection window: about 2,000 frames of tiny
-            // messages) is crossed by one socket read from a client streaming small messages,
-            // each in its own frame as gRPC clients send them. 4 MiB allows about 16,000 such
-            // frames in flight, some 2 MB of buffered frames per connection at worst.
-            data_frame_budget: 4 * 1024 * 1024,
             handshake_timeout: Duration::from_secs(10),
             keepalive: None,
             max_connection_age: None,
@@ -110,27 +78,12 @@ impl Default for ConnectionConfig {
             // ones lets its first answers go after about this much work.
             inline_budget: Duration::from_micros(500),
             accept_http1: true,
-            engine: Http2Engine::from_env(),
             // gRPC's defaults (gRFC A8).
             ping_policy: PingPolicy {
                 min_interval: Duration::from_secs(300),
                 permit_without_calls: false,
             },
         }
-    }
-}
-
-impl ConnectionConfig {
-    pub(crate) fn h2_builder(&self) -> h2::server::Builder {
-        let mut builder = h2::server::Builder::new();
-        builder
-            .initial_window_size(self.initial_stream_window_size)
-            .initial_connection_window_size(self.initial_connection_window_size)
-            .max_frame_size(self.max_frame_size)
-            .max_concurrent_streams(self.max_concurrent_streams)
-            .max_header_list_size(self.max_header_list_size)
-            .data_frame_budget(self.data_frame_budget);
-        builder
     }
 }
 

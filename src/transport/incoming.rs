@@ -19,8 +19,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::connect_info::{ConnectInfo, Connected};
+use super::http1;
 use super::sniff::{Protocol, sniff};
-use super::{Http2Engine, h2_engine, http1};
 use crate::server::Shared;
 use crate::service::BoxError;
 
@@ -259,16 +259,9 @@ async fn http2<IO>(
 ) where
     IO: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
-    // Both engines close the socket through it: their last replies are never lost to a RST.
+    // The socket closes through it: the last replies are never lost to a RST.
     let io = super::linger::LingeringClose::new(io);
-    match shared.connection.engine {
-        Http2Engine::H2Crate => {
-            h2_engine::serve(io, info, handshake_deadline, shared, shutdown).await;
-        }
-        Http2Engine::Fastgrpc => {
-            crate::http2::serve(io, info, handshake_deadline, shared, shutdown).await;
-        }
-    }
+    crate::http2::serve(io, info, handshake_deadline, shared, shutdown).await;
 }
 
 #[cfg(test)]

@@ -1,14 +1,14 @@
-//! Transports and what a server knows of a connection: which HTTP/2 engine serves it
-//! ([`Http2Engine`]), what a handler may learn of it ([`ConnectInfo`], [`Address`];
+//! Transports and what a server knows of a connection: what a handler may learn of it
+//! ([`ConnectInfo`], [`Address`];
 //! [`Connected`] for transports of your own), TLS with the `tls` feature (`TlsConfig`), and
 //! live counts of what a server holds ([`ServerStats`]).
 
 // Inside: the accept loop every transport shares (`incoming`), telling HTTP/2 from HTTP/1.1 by
-// a connection's first bytes (`sniff`), TLS, HTTP/1.1 through hyper (`http1`), the h2 crate's
-// HTTP/2 engine (`h2_engine`; fastgrpc's own is `crate::http2`), connection settings and limits
-// (`config`), connection and task counts (`activity`), what handlers may learn of a connection
-// (`connect_info`), and how every transport starts a call and enforces its deadline (`call`);
-// both HTTP/2 engines close their sockets through `linger`.
+// a connection's first bytes (`sniff`), TLS, HTTP/1.1 through hyper (`http1`; HTTP/2 is
+// `crate::http2`), connection settings and limits (`config`), connection and task counts
+// (`activity`), what handlers may learn of a connection (`connect_info`), and how every
+// transport starts a call and enforces its deadline (`call`); HTTP/2 connections close their
+// sockets through `linger`.
 
 // The `AsyncWrite` methods of a socket wrapper that writes straight through to its `io` field:
 // all but `poll_shutdown`, which each wrapper defines. Its callers import `io`, `Pin`, `Context`
@@ -45,7 +45,6 @@ mod activity;
 mod call;
 pub(crate) mod config;
 mod connect_info;
-mod h2_engine;
 mod http1;
 pub(crate) mod incoming;
 mod linger;
@@ -56,7 +55,6 @@ pub(crate) mod tls;
 pub(crate) use self::activity::Activity;
 pub use self::activity::ServerStats;
 pub(crate) use self::call::{Started, finish_call, panic_response, start_call};
-pub use self::config::Http2Engine;
 pub(crate) use self::config::{drain_reason, sleep_for};
 pub use self::connect_info::{Address, ConnectInfo, Connected};
 #[cfg(feature = "tls")]

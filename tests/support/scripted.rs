@@ -1,14 +1,12 @@
 //! A scripted HTTP/2 client for fastgrpc's own engine: the preface sent, then frames written
 //! and read raw over a real loopback socket; a server of [`EchoGreeter`](crate::EchoGreeter)
-//! on [`Http2Engine::Fastgrpc`] for it to talk to, and the frame types and error codes of RFC
-//! 9113.
+//! for it to talk to, and the frame types and error codes of RFC 9113.
 //!
 //! Every read is bounded ([`READ_LIMIT`]), so a server that does not answer as expected makes
 //! a test fail, never hang.
 
 use std::time::{Duration, Instant};
 
-use fastgrpc::transport::Http2Engine;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -56,12 +54,7 @@ pub const SAY_HELLO: &str = "/helloworld.Greeter/SayHello";
 
 /// `builder` serving [`EchoGreeter`](crate::EchoGreeter) on fastgrpc's engine, on a loopback port.
 pub async fn server(builder: fastgrpc::Builder) -> TestServer {
-    TestServer::start(
-        builder
-            .http2_engine(Http2Engine::Fastgrpc)
-            .add_service(GreeterServer::new(crate::EchoGreeter)),
-    )
-    .await
+    TestServer::start(builder.add_service(GreeterServer::new(crate::EchoGreeter))).await
 }
 
 /// A new connection is served, within a second, while whatever the test did goes on.
