@@ -20,6 +20,7 @@ use http::HeaderMap;
 use http_body::{Body as _, Frame, SizeHint};
 use tonic::Status;
 
+use crate::http2::Outgoing;
 use crate::status;
 
 /// The body of a request, complete or still arriving.
@@ -247,17 +248,6 @@ enum Kind {
     Body(tonic::body::Body),
 }
 
-/// A response body as the connection driver sends it.
-pub(crate) enum Outgoing {
-    /// Everything is known: at most one message, then the trailers (if any).
-    Whole {
-        message: Option<Bytes>,
-        trailers: Option<HeaderMap>,
-    },
-    /// Frames still to be produced.
-    Streaming(ResponseBody),
-}
-
 impl Default for Kind {
     fn default() -> Self {
         Kind::Unary {
@@ -339,7 +329,7 @@ impl ResponseBody {
     }
 
     /// How the body is to be sent: all at once, or streamed.
-    pub(crate) fn into_outgoing(self) -> Outgoing {
+    pub(crate) fn into_outgoing(self) -> Outgoing<ResponseBody> {
         match self.kind {
             Kind::Unary { message, trailers } => Outgoing::Whole { message, trailers },
             kind => Outgoing::Streaming(ResponseBody {

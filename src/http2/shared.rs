@@ -1,7 +1,7 @@
 //! What a connection shares with the tasks of its calls, and nothing more: the connection's
 //! task owns every stream, and these are the only doors into it.
 //!
-//! - [`Outbox`]: responses of calls that finished in tasks of their own, the streams whose
+//! - [`Outbox`]: replies of calls that finished in tasks of their own, the streams whose
 //!   reply bodies have something to send (woken by the bodies' wakers), and the flow-control
 //!   credit that request bodies gave back as their handlers read them. One per connection;
 //!   the connection drains it on every poll.
@@ -18,19 +18,24 @@ use futures_util::task::AtomicWaker;
 use http::HeaderMap;
 
 use super::frame::Reason;
-use crate::body::ResponseBody;
-use crate::deadline::Deadline;
 
-/// A response a call's task hands back to the connection.
-pub(crate) struct Finished {
+/// A reply a call's task hands back to the connection.
+pub(crate) struct Finished<R> {
     pub(crate) stream: u32,
-    pub(crate) response: http::Response<ResponseBody>,
-    pub(crate) deadline: Option<Deadline>,
+    pub(crate) reply: R,
 }
 
-#[derive(Default)]
-struct Mailbox {
-    finished: Vec<Finished>,
+/// What a stream's reader and its reply body's waker tell the connection, whatever its replies
+/// are.
+pub(crate) trait Mail: Send + Sync {
+    /// The stream's reply body has something to send.
+    fn ready(&self, stream: u32);
+    /// The stream's reader took `bytes` of its request body: window to give back.
+    fn consumed(&self, stream: u32, bytes: usize);
+}
+
+struct Mailbox<R> {
+    finished: Vec<Finished<R>>,
     /// Streams whose reply body woke up.
     ready: Vec<u32>,
     /// Bytes handlers read of request bodies, by stream: window to give back.
@@ -39,26 +44,55 @@ struct Mailbox {
     closed: bool,
 }
 
+impl<R> Default for Mailbox<R> {
+    fn default() -> Self {
+        Mailbox {
+            finished: Vec::new(),
+            ready: Vec::new(),
+            consumed: Vec::new(),
+            closed: false,
+        }
+    }
+}
+
 /// See the module docs.
-#[derive(Default)]
-pub(crate) struct Outbox {
-    mailbox: Mutex<Mailbox>,
+pub(crate) struct Outbox<R> {
+    mailbox: Mutex<Mailbox<R>>,
     /// Something was put in the mailbox since the connection last took from it: the
     /// connection looks at this before it takes the lock, so a poll with no mail locks nothing.
     mail: std::sync::atomic::AtomicBool,
     waker: AtomicWaker,
 }
 
+impl<R> Default for Outbox<R> {
+    fn default() -> Self {
+        Outbox {
+            mailbox: Mutex::default(),
+            mail: std::sync::atomic::AtomicBool::new(false),
+            waker: AtomicWaker::new(),
+        }
+    }
+}
+
 /// What the connection takes out of its outbox in one go.
-#[derive(Default)]
-pub(crate) struct Taken {
-    pub(crate) finished: Vec<Finished>,
+pub(crate) struct Taken<R> {
+    pub(crate) finished: Vec<Finished<R>>,
     pub(crate) ready: Vec<u32>,
     pub(crate) consumed: Vec<(u32, usize)>,
 }
 
-impl Outbox {
-    fn lock(&self) -> MutexGuard<'_, Mailbox> {
+impl<R> Default for Taken<R> {
+    fn default() -> Self {
+        Taken {
+            finished: Vec::new(),
+            ready: Vec::new(),
+            consumed: Vec::new(),
+        }
+    }
+}
+
+impl<R> Outbox<R> {
+    fn lock(&self) -> MutexGuard<'_, Mailbox<R>> {
         self.mailbox
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -71,7 +105,7 @@ impl Outbox {
 
     /// Swaps the mailbox's contents with `into`'s (cleared) buffers: no allocation once they
     /// have grown.
-    pub(crate) fn take(&self, into: &mut Taken) {
+    pub(crate) fn take(&self, into: &mut Taken<R>) {
         into.finished.clear();
         into.ready.clear();
         into.consumed.clear();
@@ -91,7 +125,7 @@ impl Outbox {
         mailbox.finished.clear();
     }
 
-    pub(crate) fn finish(&self, finished: Finished) {
+    pub(crate) fn finish(&self, finished: Finished<R>) {
         {
             let mut mailbox = self.lock();
             if mailbox.closed {
@@ -102,7 +136,9 @@ impl Outbox {
         self.mail.store(true, std::sync::atomic::Ordering::Release);
         self.waker.wake();
     }
+}
 
+impl<R: Send> Mail for Outbox<R> {
     fn ready(&self, stream: u32) {
         self.lock().ready.push(stream);
         self.mail.store(true, std::sync::atomic::Ordering::Release);
@@ -119,7 +155,7 @@ impl Outbox {
 /// A waker for one stream's reply body: it tells the connection which stream to poll.
 pub(crate) struct StreamWaker {
     pub(crate) stream: u32,
-    pub(crate) outbox: Arc<Outbox>,
+    pub(crate) outbox: Arc<dyn Mail>,
 }
 
 impl Wake for StreamWaker {
@@ -155,12 +191,12 @@ struct RecvState {
 /// See the module docs.
 pub(crate) struct StreamShared {
     stream: u32,
-    outbox: Arc<Outbox>,
+    outbox: Arc<dyn Mail>,
     state: Mutex<RecvState>,
 }
 
 impl StreamShared {
-    pub(crate) fn new(stream: u32, outbox: Arc<Outbox>) -> Arc<StreamShared> {
+    pub(crate) fn new(stream: u32, outbox: Arc<dyn Mail>) -> Arc<StreamShared> {
         Arc::new(StreamShared {
             stream,
             outbox,

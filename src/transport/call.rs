@@ -21,13 +21,10 @@ use crate::handler::{Panic, ResponseFuture, panic_status};
 use crate::server::Shared;
 use crate::service::FastService;
 
-/// How starting a call went.
-pub(crate) enum Started {
-    /// It answered at once: the response, and the deadline still ahead of its reply body.
-    Ready(http::Response<ResponseBody>, Option<Deadline>),
-    /// It is waiting: its transport finishes it (see [`finish_call`]).
-    Pending(ResponseFuture),
-}
+/// How starting a call went: it answered at once (the response, and the deadline still ahead
+/// of its reply body), or it waits, and its transport finishes it (see [`finish_call`]).
+pub(crate) type Started =
+    crate::http2::Started<(http::Response<ResponseBody>, Option<Deadline>), ResponseFuture>;
 
 /// Starts a call: unless its `deadline` has passed, gives it what handlers may read of the
 /// connection and calls the service (a panic answers `INTERNAL`).
@@ -39,7 +36,7 @@ pub(crate) fn start_call(
 ) -> Started {
     if deadline::expired(deadline) {
         // Its client has stopped waiting: the call is not started.
-        return Started::Ready(crate::response::status(&deadline::exceeded()), None);
+        return Started::Ready((crate::response::status(&deadline::exceeded()), None));
     }
     if let Some(info) = connect_info {
         give_connect_info(request.extensions_mut(), info);
@@ -48,9 +45,9 @@ pub(crate) fn start_call(
         .unwrap_or_else(|panic| ResponseFuture::ok(panic_response(panic)));
     match response.into_ready() {
         Ok(Ok(_)) if deadline::expired(deadline) => {
-            Started::Ready(crate::response::status(&deadline::exceeded()), None)
+            Started::Ready((crate::response::status(&deadline::exceeded()), None))
         }
-        Ok(Ok(response)) => Started::Ready(response, deadline),
+        Ok(Ok(response)) => Started::Ready((response, deadline)),
         Ok(Err(never)) => match never {},
         Err(pending) => Started::Pending(pending),
     }

@@ -35,24 +35,7 @@ pub(crate) struct ConnectionConfig {
     pub(crate) ping_policy: PingPolicy,
 }
 
-/// The pings a client may send (gRFC A8, as grpc-go and gRPC's C core enforce it): at most one
-/// per `min_interval`, and, unless `permit_without_calls`, none while it has no call open
-/// (beyond one every two hours). A ping that comes too soon is a strike; the third ends the
-/// connection with GOAWAY `ENHANCE_YOUR_CALM` and debug data `too_many_pings`. Sending a
-/// response's headers or data clears the strikes, as in grpc-go (a client measuring the
-/// bandwidth pings as data arrives).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct PingPolicy {
-    pub(crate) min_interval: Duration,
-    pub(crate) permit_without_calls: bool,
-}
-
-/// HTTP/2 keepalive pings: one every `interval`, each to be answered within `timeout`.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Keepalive {
-    pub(crate) interval: Duration,
-    pub(crate) timeout: Duration,
-}
+pub(crate) use crate::http2::{Keepalive, PingPolicy};
 
 impl Default for ConnectionConfig {
     fn default() -> Self {
@@ -87,16 +70,37 @@ impl Default for ConnectionConfig {
     }
 }
 
-/// How a drain ends, on either engine (the policy `Builder::drain_grace` documents).
+impl ConnectionConfig {
+    /// What the HTTP/2 engine is told.
+    pub(crate) fn engine(&self) -> crate::http2::Config {
+        crate::http2::Config {
+            max_frame_size: self.max_frame_size,
+            max_header_list_size: self.max_header_list_size,
+            max_concurrent_streams: self.max_concurrent_streams,
+            initial_stream_window_size: self.initial_stream_window_size,
+            initial_connection_window_size: self.initial_connection_window_size,
+            keepalive: self.keepalive,
+            ping_policy: self.ping_policy,
+            inline_budget: self.inline_budget,
+            drain: crate::http2::DrainTimes {
+                shutdown_ping_wait: SHUTDOWN_PING_WAIT,
+                final_goaway_wait: FINAL_GOAWAY_WAIT,
+                probe: DRAIN_PROBE,
+            },
+        }
+    }
+}
+
+/// How a drain ends (the policy `Builder::drain_grace` documents).
 ///
 /// How long a draining connection waits for the peer to acknowledge the PING sent with the first
 /// GOAWAY (requests the peer sent before it saw the first GOAWAY have arrived by the
-/// acknowledgement; grpc-go's server waits as long): then fastgrpc's engine sends the final
-/// GOAWAY anyway, and the drain's own pings start on both engines.
+/// acknowledgement; grpc-go's server waits as long): then the engine sends the final GOAWAY
+/// anyway, and the drain's own pings start.
 pub(crate) const SHUTDOWN_PING_WAIT: Duration = Duration::from_secs(5);
 
 /// How long the final GOAWAY may take to leave before a connection with no stream left is
-/// dropped: a peer that does not read can fill the socket's buffer (fastgrpc's engine).
+/// dropped: a peer that does not read can fill the socket's buffer.
 pub(crate) const FINAL_GOAWAY_WAIT: Duration = Duration::from_secs(1);
 
 /// Without keepalive, how a draining connection finds that its peer is gone (a vanished client,

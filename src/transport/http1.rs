@@ -195,7 +195,7 @@ impl Future for Answer {
                                 let request = http::Request::from_parts(head, body);
                                 match start_call(&shared, connect_info.as_ref(), request, deadline)
                                 {
-                                    Started::Ready(response, _) => {
+                                    Started::Ready((response, _)) => {
                                         return Poll::Ready(Ok(response));
                                     }
                                     Started::Pending(response) => {
@@ -250,7 +250,7 @@ fn exceeded() -> http::Response<ResponseBody> {
 fn answer(
     shared: &Arc<Shared>,
     connect_info: Option<&ConnectInfo>,
-    mut request: http::Request<Incoming>,
+    request: http::Request<Incoming>,
 ) -> Answer {
     let ready = |response| Answer {
         stage: Stage::Calling(ResponseFuture::ok(response)),
@@ -278,16 +278,16 @@ fn answer(
             deadline: None,
         };
     }
-    let deadline = match deadline::call_deadline(&mut request, shared.default_timeout) {
+    let (mut head, body) = request.into_parts();
+    let deadline = match deadline::call_deadline(&mut head, shared.default_timeout) {
         Ok(deadline) => deadline,
         Err(status) => return ready(crate::response::status(&status)),
     };
     let sleep = deadline.map(|deadline| tokio::time::sleep_until(deadline.instant()));
-    let small = request.method() == http::Method::POST
-        && http_body::Body::size_hint(request.body())
+    let small = head.method == http::Method::POST
+        && http_body::Body::size_hint(&body)
             .exact()
             .is_some_and(|len| len <= MAX_READ_FIRST);
-    let (head, body) = request.into_parts();
     if small {
         return Answer {
             stage: Stage::Reading {
@@ -305,7 +305,7 @@ fn answer(
     }
     let request = http::Request::from_parts(head, RequestBody::new(body));
     match start_call(shared, connect_info, request, deadline) {
-        Started::Ready(response, _) => ready(response),
+        Started::Ready((response, _)) => ready(response),
         Started::Pending(response) => Answer {
             stage: Stage::Calling(response),
             deadline: sleep,

@@ -261,7 +261,7 @@ async fn http2<IO>(
 {
     // The socket closes through it: the last replies are never lost to a RST.
     let io = super::linger::LingeringClose::new(io);
-    crate::http2::serve(io, info, handshake_deadline, shared, shutdown).await;
+    super::http2::serve(io, info, handshake_deadline, shared, shutdown).await;
 }
 
 #[cfg(test)]

@@ -46,6 +46,7 @@ mod call;
 pub(crate) mod config;
 mod connect_info;
 mod http1;
+mod http2;
 pub(crate) mod incoming;
 mod linger;
 mod sniff;

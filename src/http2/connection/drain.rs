@@ -10,8 +10,8 @@ use tokio::time::Instant;
 
 use super::Connection;
 use super::ping::SHUTDOWN_PING;
+use crate::http2::calls::Calls;
 use crate::http2::frame::{self, Reason};
-use crate::transport::config::{FINAL_GOAWAY_WAIT, SHUTDOWN_PING_WAIT};
 
 /// The drain, once it has begun.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,12 +23,13 @@ pub(super) enum Drain {
     Final,
 }
 
-impl<IO> Connection<IO>
+impl<IO, C> Connection<IO, C>
 where
     IO: AsyncRead + AsyncWrite + Unpin,
+    C: Calls,
 {
     /// Starts a graceful shutdown: GOAWAY with 2^31-1 and a PING; the final GOAWAY follows its
-    /// ack (or [`SHUTDOWN_PING_WAIT`]), and the connection closes once its streams end.
+    /// ack (or the drain's `shutdown_ping_wait`), and the connection closes once its streams end.
     pub(crate) fn graceful_shutdown(&mut self) {
         if self.drain != Drain::Open {
             return;
@@ -42,11 +43,15 @@ where
         frame::put_ping(&mut self.out.buf, false, SHUTDOWN_PING);
         self.drain = Drain::Announced;
         let now = Instant::now();
-        self.ack_timer.as_mut().reset(now + SHUTDOWN_PING_WAIT);
-        if self.shared.connection.keepalive.is_none() {
+        self.ack_timer
+            .as_mut()
+            .reset(now + self.config.drain.shutdown_ping_wait);
+        if self.config.keepalive.is_none() {
             // The drain's own liveness checks start once the shutdown PING's wait is over.
             self.ping_outstanding = false;
-            self.ping_timer.as_mut().reset(now + SHUTDOWN_PING_WAIT);
+            self.ping_timer
+                .as_mut()
+                .reset(now + self.config.drain.shutdown_ping_wait);
         }
     }
 
@@ -60,6 +65,6 @@ where
         self.stop_answered_streams();
         self.ack_timer
             .as_mut()
-            .reset(Instant::now() + FINAL_GOAWAY_WAIT);
+            .reset(Instant::now() + self.config.drain.final_goaway_wait);
     }
 }

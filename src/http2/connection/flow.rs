@@ -10,12 +10,14 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::Connection;
 use super::streams::{Closed, Recv};
+use crate::http2::calls::Calls;
 use crate::http2::frame::{self, FrameError, Reason, Settings};
 use crate::http2::shared::RecvEnd;
 
-impl<IO> Connection<IO>
+impl<IO, C> Connection<IO, C>
 where
     IO: AsyncRead + AsyncWrite + Unpin,
+    C: Calls,
 {
     pub(super) fn data(
         &mut self,
@@ -101,7 +103,7 @@ where
     /// half a window has come back (coalesced: a few per window, not one per frame). A stream
     /// whose reply was sent gets no more window: at that point it is told to stop instead.
     pub(super) fn release(&mut self, id: u32, bytes: usize) {
-        let half_stream = self.shared.connection.initial_stream_window_size / 2;
+        let half_stream = self.config.initial_stream_window_size / 2;
         let mut unwanted = false;
         if let Some(stream) = self.streams.get_mut(&id)
             && stream.recv_open
@@ -128,12 +130,7 @@ where
             return;
         }
         self.recv_unreleased += bytes as u32;
-        let half = self
-            .shared
-            .connection
-            .initial_connection_window_size
-            .max(65_535)
-            / 2;
+        let half = self.config.initial_connection_window_size.max(65_535) / 2;
         if self.recv_unreleased >= half {
             frame::put_window_update(&mut self.out.buf, 0, self.recv_unreleased);
             self.recv_window += self.recv_unreleased as i64;

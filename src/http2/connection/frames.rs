@@ -14,13 +14,11 @@ use super::drain::Drain;
 use super::ping::{KEEPALIVE_PING, SHUTDOWN_PING};
 use super::streams::{Closed, Received, Recv, Stream, unread_bytes};
 use super::{Connection, PREFACE};
-use crate::body::ResponseBody;
-use crate::deadline;
+use crate::http2::calls::Calls;
 use crate::http2::frame::{self, Frame, FrameError, HEAD_LEN, Head, Reason};
 use crate::http2::hpack::{self, Decoded};
 use crate::http2::request::{RequestHead, Trailers};
 use crate::http2::shared::RecvEnd;
-use crate::transport::config::DRAIN_PROBE;
 
 /// A header block arriving in CONTINUATION frames.
 pub(super) struct Continuation {
@@ -30,15 +28,10 @@ pub(super) struct Continuation {
     pub(super) block: BytesMut,
 }
 
-pub(super) fn too_large_response() -> http::Response<ResponseBody> {
-    let mut response = http::Response::new(ResponseBody::empty());
-    *response.status_mut() = http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE;
-    response
-}
-
-impl<IO> Connection<IO>
+impl<IO, C> Connection<IO, C>
 where
     IO: AsyncRead + AsyncWrite + Unpin,
+    C: Calls,
 {
     /// Handles every whole frame in the read buffer.
     pub(super) fn handle_frames(&mut self) -> Result<(), FrameError> {
@@ -57,7 +50,7 @@ where
             let _ = self.read_buf.split_to(PREFACE.len());
             self.preface_seen = true;
         }
-        let max_frame_size = self.shared.connection.max_frame_size as usize;
+        let max_frame_size = self.config.max_frame_size as usize;
         while self.read_buf.len() >= HEAD_LEN && self.failed.is_none() {
             let head = Head::parse(self.read_buf[..HEAD_LEN].try_into().expect("9 bytes"));
             if head.len > max_frame_size {
@@ -119,9 +112,9 @@ where
                     self.final_goaway();
                 } else if payload == KEEPALIVE_PING {
                     self.ping_outstanding = false;
-                    let interval = match (self.shared.connection.keepalive, self.drain) {
+                    let interval = match (self.config.keepalive, self.drain) {
                         (Some(keepalive), _) => keepalive.interval,
-                        (None, _) => DRAIN_PROBE.interval,
+                        (None, _) => self.config.drain.probe.interval,
                     };
                     self.ping_timer.as_mut().reset(Instant::now() + interval);
                 }
@@ -213,7 +206,7 @@ where
                 // Four header lists: more than any block whose list fits, so an honest client
                 // never gets here; a CONTINUATION flood does.
                 if continuation.block.len() + block.len()
-                    > 4 * self.shared.connection.max_header_list_size as usize
+                    > 4 * self.config.max_header_list_size as usize
                 {
                     return Err(FrameError::Connection(
                         Reason::ENHANCE_YOUR_CALM,
@@ -243,7 +236,7 @@ where
         depends_on_itself: bool,
         block: &[u8],
     ) -> Result<(), FrameError> {
-        let max_list = self.shared.connection.max_header_list_size as usize;
+        let max_list = self.config.max_header_list_size as usize;
         let compression = |error: hpack::CompressionError| {
             FrameError::Connection(Reason::COMPRESSION_ERROR, error.0)
         };
@@ -298,7 +291,7 @@ where
             Some(Some(Reason::STREAM_CLOSED))
         } else if depends_on_itself {
             Some(Some(Reason::PROTOCOL_ERROR))
-        } else if self.streams.len() >= self.shared.connection.max_concurrent_streams as usize {
+        } else if self.streams.len() >= self.config.max_concurrent_streams as usize {
             Some(Some(Reason::REFUSED_STREAM))
         } else {
             None
@@ -331,7 +324,7 @@ where
         let mut stream = Stream {
             recv_open: !end_stream,
             recv: Recv::Before(Received::default()),
-            recv_window: self.shared.connection.initial_stream_window_size as i64,
+            recv_window: self.config.initial_stream_window_size as i64,
             recv_unreleased: 0,
             content_length: None,
             received: 0,
@@ -348,27 +341,26 @@ where
             // 431, as h2 answers (RFC 6585), and the stream ends here.
             drop(head);
             self.streams.insert(id, stream);
-            self.respond(id, too_large_response(), None);
+            self.answer_head(id, http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE);
             return Ok(());
         }
         match head.finish() {
-            Ok((parts, content_length)) => {
+            Ok((mut parts, content_length)) => {
                 if end_stream && content_length.is_some_and(|length| length != 0) {
                     frame::put_rst_stream(&mut self.out.buf, id, Reason::PROTOCOL_ERROR);
                     self.closed(id, Closed::ByUs);
                     return Ok(());
                 }
                 stream.content_length = content_length;
-                let mut request = http::Request::from_parts(parts, ());
-                let deadline = deadline::call_deadline(&mut request, self.shared.default_timeout);
-                stream.head = Some(request.into_parts().0);
+                let deadline = self.calls.deadline(&mut parts);
+                stream.head = Some(parts);
                 self.streams.insert(id, stream);
                 match deadline {
                     Ok(deadline) => {
                         self.streams.get_mut(&id).expect("inserted").deadline = deadline;
                         self.queue.push_back(id);
                     }
-                    Err(status) => self.respond(id, crate::response::status(&status), None),
+                    Err(answer) => self.respond(id, answer, None),
                 }
             }
             Err(why) => {

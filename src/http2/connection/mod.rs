@@ -25,12 +25,12 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-mod calls;
 mod drain;
 mod flow;
 mod frames;
 mod ping;
 mod send;
+mod start;
 mod streams;
 mod timers;
 use bytes::BytesMut;
@@ -42,14 +42,13 @@ use self::frames::Continuation;
 use self::ping::PingStrikes;
 use self::streams::{Closed, ResetBudget, Stream, StreamIds};
 use super::buffers;
+use super::calls::{Calls, Reply};
+use super::config::Config;
 use super::frame::{self, FrameError, HEAD_LEN, Reason, Settings};
 use super::hpack;
 use super::output::Output;
 use super::request::Reused;
 use super::shared::{Outbox, RecvEnd, Taken};
-use crate::server::Shared;
-use crate::transport::config::FINAL_GOAWAY_WAIT;
-use crate::transport::{Activity, ConnectInfo};
 
 /// The client connection preface (RFC 9113 §3.4).
 pub(crate) const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -73,17 +72,17 @@ pub(crate) enum Ended {
     Error(String),
 }
 
-pub(crate) struct Connection<IO> {
+pub(crate) struct Connection<IO, C: Calls> {
     io: IO,
-    shared: Arc<Shared>,
-    activity: Arc<Activity>,
-    connect_info: Option<ConnectInfo>,
+    config: Config,
+    /// The layer above: where requests go and replies come from.
+    calls: C,
     read_buf: BytesMut,
     /// What is to be written (`out.buf` takes the frames).
     out: Output,
     decoder: hpack::Decoder,
     encoder: hpack::Encoder,
-    streams: HashMap<u32, Stream, StreamIds>,
+    streams: HashMap<u32, Stream<C>, StreamIds>,
     /// The highest stream the client opened.
     last_stream: u32,
     /// The streams that closed last, and how (see [`Closed`]).
@@ -110,8 +109,8 @@ pub(crate) struct Connection<IO> {
     /// Set once a graceful end has begun shutting the socket down: nothing is read or written
     /// any more, and the connection ends when the shutdown does.
     closing: bool,
-    outbox: Arc<Outbox>,
-    taken: Taken,
+    outbox: Arc<Outbox<Reply<C>>>,
+    taken: Taken<Reply<C>>,
     /// Timers: the next keepalive or drain ping (or its timeout), the shutdown PING's wait,
     /// the settings ack and the deadlines of reply streams.
     ping_timer: Pin<Box<Sleep>>,
@@ -131,7 +130,7 @@ pub(crate) struct Connection<IO> {
     reused: Reused,
 }
 
-impl<IO> Drop for Connection<IO> {
+impl<IO, C: Calls> Drop for Connection<IO, C> {
     fn drop(&mut self) {
         self.outbox.close();
         for (_, stream) in self.streams.drain() {
@@ -142,18 +141,17 @@ impl<IO> Drop for Connection<IO> {
     }
 }
 
-impl<IO> Connection<IO>
+impl<IO, C> Connection<IO, C>
 where
     IO: AsyncRead + AsyncWrite + Unpin,
+    C: Calls,
 {
     pub(crate) fn new(
         io: IO,
-        shared: Arc<Shared>,
-        activity: Arc<Activity>,
-        connect_info: Option<ConnectInfo>,
+        config: Config,
+        calls: C,
         handshake_deadline: Instant,
-    ) -> Connection<IO> {
-        let config = &shared.connection;
+    ) -> Connection<IO, C> {
         let mut write_buf = BytesMut::with_capacity(buffers::INITIAL);
         Settings {
             header_table_size: None,
@@ -215,9 +213,8 @@ where
             block: Vec::with_capacity(256),
             waiting: Vec::new(),
             reused: Reused::default(),
-            shared,
-            activity,
-            connect_info,
+            config,
+            calls,
         }
     }
 
@@ -228,7 +225,7 @@ where
 
     /// Serves until the connection ends.
     pub(crate) fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Ended> {
-        let budget = self.shared.connection.inline_budget;
+        let budget = self.config.inline_budget;
         let mut serving_since = None;
         // Buffers given back while the connection was idle.
         if self.read_buf.capacity() == 0 {
@@ -348,7 +345,7 @@ where
         // Bounded: a peer that does not read may never take the GOAWAY.
         self.ack_timer
             .as_mut()
-            .reset(Instant::now() + FINAL_GOAWAY_WAIT);
+            .reset(Instant::now() + self.config.drain.final_goaway_wait);
         self.queue.clear();
         for (_, stream) in self.streams.drain() {
             if let Some(shared) = stream.shared {
@@ -359,7 +356,7 @@ where
 
     /// Reads what the socket has; `Ok(true)` if it read anything.
     fn poll_read(&mut self, cx: &mut Context<'_>) -> Poll<Result<bool, Ended>> {
-        let frame_limit = HEAD_LEN + self.shared.connection.max_frame_size as usize;
+        let frame_limit = HEAD_LEN + self.config.max_frame_size as usize;
         if self.read_buf.capacity() - self.read_buf.len() < 4096 {
             self.read_buf.reserve(frame_limit.max(16 * 1024));
         }

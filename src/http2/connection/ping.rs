@@ -9,6 +9,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::Instant;
 
 use super::Connection;
+use crate::http2::calls::Calls;
 use crate::http2::frame::{FrameError, Reason};
 
 /// The payloads of our two kinds of PING.
@@ -31,13 +32,14 @@ pub(super) const MAX_PING_STRIKES: u8 = 2;
 /// (grpc-go's `defaultPingTimeout`).
 pub(super) const IDLE_PING_INTERVAL: Duration = Duration::from_secs(2 * 60 * 60);
 
-impl<IO> Connection<IO>
+impl<IO, C> Connection<IO, C>
 where
     IO: AsyncRead + AsyncWrite + Unpin,
+    C: Calls,
 {
     /// Counts a client's ping against the policy; too many too soon end the connection.
     pub(super) fn police_ping(&mut self) -> Result<(), FrameError> {
-        let policy = self.shared.connection.ping_policy;
+        let policy = self.config.ping_policy;
         let now = Instant::now();
         let last = self.pings.last.replace(now);
         if std::mem::take(&mut self.pings.reset) {

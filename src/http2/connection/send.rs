@@ -5,43 +5,57 @@
 //! Invariant: nothing is sent past the client's windows or while the write buffer is past its
 //! high water; data waiting for window is queued per stream, in order.
 
-use std::panic::{self, AssertUnwindSafe};
-use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
-use http::HeaderMap;
-use http_body::Body as _;
+use http::{HeaderMap, StatusCode};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::drain::Drain;
 use super::streams::{Closed, End, Recv, Sending, unread_bytes};
 use super::{BODY_ROUND_BYTES, Connection, WRITE_HIGH_WATER};
-use crate::body::{Outgoing, ResponseBody};
-use crate::deadline::Deadline;
-use crate::handler::{Panic, panic_status};
+use crate::http2::calls::{BodyFrame, Calls, Outgoing};
 use crate::http2::frame::{self, Reason};
 use crate::http2::response;
-use crate::http2::shared::{RecvEnd, StreamWaker};
-use crate::status;
+use crate::http2::shared::{Mail, RecvEnd, StreamWaker};
 
-impl<IO> Connection<IO>
+impl<IO, C> Connection<IO, C>
 where
     IO: AsyncRead + AsyncWrite + Unpin,
+    C: Calls,
 {
-    /// Sends a response: the head at once, the body as windows allow.
+    /// Sends a call's reply: the head at once, the body as windows allow.
     pub(super) fn respond(
         &mut self,
         id: u32,
-        response: http::Response<ResponseBody>,
-        deadline: Option<Deadline>,
+        response: http::Response<C::Body>,
+        deadline: Option<C::Deadline>,
+    ) {
+        let (parts, body) = response.into_parts();
+        self.send_reply(id, parts.status, parts.headers, C::outgoing(body), deadline);
+    }
+
+    /// Answers a request no call sees (its head was too large) with `status` alone.
+    pub(super) fn answer_head(&mut self, id: u32, status: StatusCode) {
+        let empty = Outgoing::Whole {
+            message: None,
+            trailers: None,
+        };
+        self.send_reply(id, status, HeaderMap::new(), empty, None);
+    }
+
+    fn send_reply(
+        &mut self,
+        id: u32,
+        status: StatusCode,
+        headers: HeaderMap,
+        outgoing: Outgoing<C::Body>,
+        deadline: Option<C::Deadline>,
     ) {
         let max_frame = self.peer_max_frame_size;
         let Some(stream) = self.streams.get_mut(&id) else {
             return;
         };
-        let (parts, body) = response.into_parts();
-        let outgoing = body.into_outgoing();
         let trailers_only = matches!(
             &outgoing,
             Outgoing::Whole {
@@ -51,7 +65,7 @@ where
         );
         let mut block = std::mem::take(&mut self.block);
         block.clear();
-        response::encode_head(&mut self.encoder, parts.status, parts.headers, &mut block);
+        response::encode_head(&mut self.encoder, status, headers, &mut block);
         frame::put_headers(&mut self.out.buf, id, &block, trailers_only, max_frame);
         stream.head_sent = true;
         self.pings.reset = true;
@@ -97,7 +111,7 @@ where
                 self.block = block;
                 let waker = Waker::from(Arc::new(StreamWaker {
                     stream: id,
-                    outbox: Arc::clone(&self.outbox),
+                    outbox: Arc::clone(&self.outbox) as Arc<dyn Mail>,
                 }));
                 stream.sending = Some(Sending {
                     body,
@@ -105,7 +119,7 @@ where
                     deadline,
                 });
                 if let Some(deadline) = deadline {
-                    self.arm_deadline(deadline.instant());
+                    self.arm_deadline(C::expires(&deadline));
                 }
                 self.ready.push(id);
             }
@@ -168,8 +182,8 @@ where
             self.blocked = true;
             return;
         }
-        // A reply stream's small messages come packed (`ResponseBody`'s frames): each frame
-        // polled is queued as it is.
+        // A reply stream's small messages come packed (by the body): each frame polled is
+        // queued as it is.
         let limit = room.min(BODY_ROUND_BYTES);
         let mut queued = 0usize;
         let mut cx = Context::from_waker(&sending.waker);
@@ -177,30 +191,14 @@ where
             if queued >= limit {
                 break None;
             }
-            let polled = panic::catch_unwind(AssertUnwindSafe(|| {
-                Pin::new(&mut sending.body).poll_frame(&mut cx)
-            }));
-            match polled {
-                Ok(Poll::Pending) => break None,
-                Ok(Poll::Ready(Some(Ok(frame)))) => match frame.into_data() {
-                    Ok(data) => {
-                        queued += data.len();
-                        stream.pending.push_back(data);
-                    }
-                    Err(frame) => {
-                        break Some(End::Trailers(frame.into_trailers().unwrap_or_default()));
-                    }
-                },
-                Ok(Poll::Ready(Some(Err(status)))) => {
-                    break Some(End::Trailers(status::trailers(&status, HeaderMap::new())));
+            match C::poll_body(&mut sending.body, &mut cx) {
+                Poll::Pending => break None,
+                Poll::Ready(BodyFrame::Data(data)) => {
+                    queued += data.len();
+                    stream.pending.push_back(data);
                 }
-                Ok(Poll::Ready(None)) => break Some(End::Data),
-                Err(panic) => {
-                    break Some(End::Trailers(status::trailers(
-                        &panic_status(panic as Panic),
-                        HeaderMap::new(),
-                    )));
-                }
+                Poll::Ready(BodyFrame::End(Some(trailers))) => break Some(End::Trailers(trailers)),
+                Poll::Ready(BodyFrame::End(None)) => break Some(End::Data),
             }
         };
         if let Some(end) = end {

@@ -16,15 +16,14 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::Instant;
 
 use super::Connection;
-use crate::body::ResponseBody;
-use crate::deadline::Deadline;
+use crate::http2::calls::Calls;
 use crate::http2::frame::{self, FrameError, Reason};
 use crate::http2::shared::{RecvEnd, StreamShared};
 
 /// A stream the client opened and has not reset, and whose either side is still open: open,
 /// half-closed (remote) once the client ends its side, half-closed (local) once our reply has
 /// ended ([`Stream::answered`]) while the client is still sending.
-pub(super) struct Stream {
+pub(super) struct Stream<C: Calls> {
     /// The client has not ended its side yet.
     pub(super) recv_open: bool,
     pub(super) recv: Recv,
@@ -41,16 +40,16 @@ pub(super) struct Stream {
     /// Reply data waiting for window, then how the stream ends.
     pub(super) pending: VecDeque<Bytes>,
     pub(super) pending_end: Option<End>,
-    pub(super) sending: Option<Sending>,
+    pub(super) sending: Option<Sending<C>>,
     /// Set for calls running in tasks, and request bodies read while they arrive.
     pub(super) shared: Option<Arc<StreamShared>>,
     /// The request head, until its call starts.
     pub(super) head: Option<http::request::Parts>,
     /// From `grpc-timeout` and the server's default, counted from when the headers arrived.
-    pub(super) deadline: Option<Deadline>,
+    pub(super) deadline: Option<C::Deadline>,
 }
 
-impl Stream {
+impl<C: Calls> Stream<C> {
     /// Whether the reply has been sent whole, END_STREAM included.
     pub(super) fn answered(&self) -> bool {
         self.head_sent
@@ -114,10 +113,10 @@ impl Received {
 }
 
 /// A reply body being sent.
-pub(super) struct Sending {
-    pub(super) body: ResponseBody,
+pub(super) struct Sending<C: Calls> {
+    pub(super) body: C::Body,
     pub(super) waker: Waker,
-    pub(super) deadline: Option<Deadline>,
+    pub(super) deadline: Option<C::Deadline>,
 }
 
 /// How a reply ends once its data is sent.
@@ -227,9 +226,10 @@ impl ResetBudget {
     }
 }
 
-impl<IO> Connection<IO>
+impl<IO, C> Connection<IO, C>
 where
     IO: AsyncRead + AsyncWrite + Unpin,
+    C: Calls,
 {
     pub(super) fn check_not_idle(&self, stream: u32, why: &'static str) -> Result<(), FrameError> {
         // Even ids are the server's, and it opens none: they stay idle (§5.1.1).

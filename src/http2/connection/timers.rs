@@ -8,7 +8,6 @@ use std::future::Future;
 use std::task::Context;
 use std::time::Duration;
 
-use http::HeaderMap;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::Instant;
 
@@ -16,14 +15,13 @@ use super::drain::Drain;
 use super::ping::KEEPALIVE_PING;
 use super::streams::End;
 use super::{Connection, Ended};
-use crate::deadline;
+use crate::http2::calls::Calls;
 use crate::http2::frame::{self, FrameError, Reason};
-use crate::status;
-use crate::transport::config::DRAIN_PROBE;
 
-impl<IO> Connection<IO>
+impl<IO, C> Connection<IO, C>
 where
     IO: AsyncRead + AsyncWrite + Unpin,
+    C: Calls,
 {
     /// Keepalive and drain pings, the shutdown PING's wait, the settings ack, and the deadlines
     /// of reply streams; `Some` when the connection must end.
@@ -61,10 +59,13 @@ where
                 .as_mut()
                 .reset(Instant::now() + Duration::from_secs(86_400 * 365));
         }
-        let probe = match (self.shared.connection.keepalive, self.drain) {
+        let probe = match (self.config.keepalive, self.drain) {
             (Some(keepalive), _) => Some((keepalive.interval, keepalive.timeout)),
             (None, Drain::Open) => None,
-            (None, _) => Some((DRAIN_PROBE.interval, DRAIN_PROBE.timeout)),
+            (None, _) => Some((
+                self.config.drain.probe.interval,
+                self.config.drain.probe.timeout,
+            )),
         };
         if let Some((_, timeout)) = probe
             && self.ping_timer.as_mut().poll(cx).is_ready()
@@ -87,15 +88,13 @@ where
                 else {
                     continue;
                 };
-                if deadline.instant() <= now {
+                if C::expires(&deadline) <= now {
                     stream.sending = None;
-                    stream.pending_end = Some(End::Trailers(status::trailers(
-                        &deadline::exceeded(),
-                        HeaderMap::new(),
-                    )));
+                    stream.pending_end = Some(End::Trailers(C::deadline_exceeded()));
                 } else {
-                    next =
-                        Some(next.map_or(deadline.instant(), |next| next.min(deadline.instant())));
+                    next = Some(next.map_or(C::expires(&deadline), |next| {
+                        next.min(C::expires(&deadline))
+                    }));
                 }
             }
             if let Some(next) = next {

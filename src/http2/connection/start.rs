@@ -1,6 +1,6 @@
 //! Starting calls: the requests whose heads arrived, in order, each answered in the poll that
-//! read it if its call is ready (no box, spawn or waker), the rest finished in a task that hands
-//! the response back through the [`Outbox`](crate::http2::shared::Outbox).
+//! read it if its call is ready (no box, spawn or waker), the rest finished by the layer above
+//! in a task that hands the reply back through the [`Outbox`](crate::http2::shared::Outbox).
 //!
 //! Invariant: a call starts once, from its stream's head, which it takes; a stream the client
 //! reset before its call started starts nothing.
@@ -13,36 +13,15 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::Connection;
 use super::streams::{Received, Recv};
-use crate::body::RequestBody;
-use crate::deadline::Deadline;
-use crate::handler::{ResponseFuture, clock};
-use crate::http2::shared::{Finished, Outbox, StreamShared};
-use crate::transport::{Started, finish_call, start_call};
+use crate::http2::calls::{Calls, Later, RequestData, Started};
+use crate::http2::shared::{Finished, Mail, StreamShared};
 
-/// Completes a call that did not answer at once, in its task, and hands its response to the
-/// connection; drops it when the client resets the stream first.
-pub(super) async fn finish_pending(
-    response: ResponseFuture,
-    stream: u32,
-    shared: Arc<StreamShared>,
-    outbox: Arc<Outbox>,
-    deadline: Option<Deadline>,
-) {
-    let reset = std::future::poll_fn(|cx| shared.poll_reset(cx));
-    if let Some((response, deadline)) = finish_call(response, deadline, reset).await {
-        outbox.finish(Finished {
-            stream,
-            response,
-            deadline,
-        });
-    }
-}
-
-impl<IO> Connection<IO>
+impl<IO, C> Connection<IO, C>
 where
     IO: AsyncRead + AsyncWrite + Unpin,
+    C: Calls,
 {
-    /// Takes what the calls' tasks and bodies sent: finished responses, woken bodies, and
+    /// Takes what the calls' tasks and bodies sent: finished replies, woken bodies, and
     /// request data read (window to give back).
     pub(super) fn take_outbox(&mut self, _cx: &mut Context<'_>) {
         let mut taken = std::mem::take(&mut self.taken);
@@ -51,12 +30,8 @@ where
             self.release(id, bytes);
         }
         self.ready.append(&mut taken.ready);
-        for finished in taken.finished.drain(..) {
-            let Finished {
-                stream,
-                response,
-                deadline,
-            } = finished;
+        for Finished { stream, reply } in taken.finished.drain(..) {
+            let (response, deadline) = reply;
             self.respond(stream, response, deadline);
         }
         self.taken = taken;
@@ -73,15 +48,11 @@ where
         if self.queue.is_empty() {
             return false;
         }
-        if self.shared.connection.max_connection_idle.is_some() {
-            self.activity.touch();
-        }
+        self.calls.calls_arrived();
         let mut now = std::time::Instant::now();
         let spent_at = *serving_since.get_or_insert_with(|| now + budget);
         while let Some(id) = self.queue.pop_front() {
-            clock::open_call(now);
-            self.start_call(id, cx);
-            now = clock::close_call();
+            now = self.start_call(id, now, cx);
             if now >= spent_at {
                 return true;
             }
@@ -89,13 +60,19 @@ where
         false
     }
 
-    pub(super) fn start_call(&mut self, id: u32, _cx: &mut Context<'_>) {
+    /// Starts the call of stream `id` at `now`; the time after it ran.
+    pub(super) fn start_call(
+        &mut self,
+        id: u32,
+        now: std::time::Instant,
+        _cx: &mut Context<'_>,
+    ) -> std::time::Instant {
         let Some(stream) = self.streams.get_mut(&id) else {
             // Reset by the client before its call started.
-            return;
+            return now;
         };
         let Some(parts) = stream.head.take() else {
-            return;
+            return now;
         };
         let chunks = match std::mem::replace(&mut stream.recv, Recv::Dropped) {
             Recv::Before(chunks) => chunks,
@@ -106,35 +83,38 @@ where
         };
         let received = chunks.len();
         let body = if stream.recv_open {
-            let shared = StreamShared::new(id, Arc::clone(&self.outbox));
+            let shared = StreamShared::new(id, Arc::clone(&self.outbox) as Arc<dyn Mail>);
             for chunk in chunks.into_chunks() {
                 shared.push(chunk);
             }
             stream.recv = Recv::Shared(Arc::clone(&shared));
             stream.shared = Some(Arc::clone(&shared));
-            RequestBody::engine(shared)
+            RequestData::Streaming(shared)
         } else {
-            RequestBody::complete(chunks.join())
+            RequestData::Whole(chunks.join())
         };
         let deadline = stream.deadline;
         if !stream.recv_open {
             // The handler owns the whole body now: its window goes back at once.
             self.release_connection(received);
         }
-        let request = http::Request::from_parts(parts, body);
-        match start_call(&self.shared, self.connect_info.as_ref(), request, deadline) {
-            Started::Ready(response, deadline) => self.respond(id, response, deadline),
+        let (started, now) = self.calls.start(parts, body, deadline, now);
+        match started {
+            Started::Ready((response, deadline)) => self.respond(id, response, deadline),
             Started::Pending(pending) => {
                 let stream = self.streams.get_mut(&id).expect("present above");
-                let shared = Arc::clone(
-                    stream
-                        .shared
-                        .get_or_insert_with(|| StreamShared::new(id, Arc::clone(&self.outbox))),
-                );
-                let outbox = Arc::clone(&self.outbox);
-                self.activity
-                    .spawn(finish_pending(pending, id, shared, outbox, deadline));
+                let outbox = &self.outbox;
+                let shared = Arc::clone(stream.shared.get_or_insert_with(|| {
+                    StreamShared::new(id, Arc::clone(outbox) as Arc<dyn Mail>)
+                }));
+                let later = Later {
+                    stream: id,
+                    shared,
+                    outbox: Arc::clone(&self.outbox),
+                };
+                self.calls.finish_later(pending, deadline, later);
             }
         }
+        now
     }
 }

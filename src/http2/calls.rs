@@ -1,0 +1,126 @@
+//! The one door between the engine and the layer above it. The engine knows HTTP/2; what a
+//! request means, what its reply is and when its time is up are that layer's ([`Calls`], which
+//! the transport implements). The engine hands each request up with its body ([`RequestData`])
+//! and sends what comes back: a reply at once, when the call was ready (in the poll that read
+//! it: no box, spawn or waker), or later, through a [`Later`] the layer above keeps.
+
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::HeaderMap;
+use tokio::time::Instant;
+
+use super::frame::Reason;
+use super::shared::{Finished, Outbox, StreamShared};
+
+/// A request's body as the engine hands it up.
+pub(crate) enum RequestData {
+    /// All of it had arrived when the call started.
+    Whole(Bytes),
+    /// The rest arrives on the stream.
+    Streaming(Arc<StreamShared>),
+}
+
+/// A reply's body as the engine sends it.
+pub(crate) enum Outgoing<B> {
+    /// Everything is known: at most one message, then the trailers (if any; none is an empty
+    /// DATA frame ending the stream, or, with no message either, a head that ends it).
+    Whole {
+        message: Option<Bytes>,
+        trailers: Option<HeaderMap>,
+    },
+    /// Frames still to come, polled with [`Calls::poll_body`].
+    Streaming(B),
+}
+
+/// What a streaming reply body gave.
+pub(crate) enum BodyFrame {
+    Data(Bytes),
+    /// The end: its trailers, or none (an empty DATA frame ends the stream).
+    End(Option<HeaderMap>),
+}
+
+/// A reply, with the deadline that still holds for its body.
+pub(crate) type Reply<C> = (
+    http::Response<<C as Calls>::Body>,
+    Option<<C as Calls>::Deadline>,
+);
+
+/// How starting a call went: its reply `R`, or the call `P` that waits (which the engine gives
+/// to [`Calls::finish_later`]).
+pub(crate) enum Started<R, P> {
+    Ready(R),
+    Pending(P),
+}
+
+/// What the engine needs from the layer above it.
+pub(crate) trait Calls: Sized {
+    /// A reply's body.
+    type Body: Send + 'static;
+    /// When a call's time is up.
+    type Deadline: Copy + Send + 'static;
+    /// A call that did not answer at once.
+    type Pending;
+
+    /// A request's head arrived (`now`): the deadline it sets, or the answer to a head whose
+    /// deadline cannot be read.
+    fn deadline(
+        &self,
+        head: &mut http::request::Parts,
+    ) -> Result<Option<Self::Deadline>, http::Response<Self::Body>>;
+
+    /// When `deadline` passes.
+    fn expires(deadline: &Self::Deadline) -> Instant;
+
+    /// Calls are about to start (a connection idle until now no longer is).
+    fn calls_arrived(&self);
+
+    /// Starts a call at `now`; how it went, and the time after it ran.
+    fn start(
+        &self,
+        head: http::request::Parts,
+        body: RequestData,
+        deadline: Option<Self::Deadline>,
+        now: std::time::Instant,
+    ) -> (Started<Reply<Self>, Self::Pending>, std::time::Instant);
+
+    /// Finishes a call that waited, in a task of its own; its reply goes back through `later`.
+    fn finish_later(
+        &self,
+        pending: Self::Pending,
+        deadline: Option<Self::Deadline>,
+        later: Later<Self>,
+    );
+
+    /// What a reply's body is.
+    fn outgoing(body: Self::Body) -> Outgoing<Self::Body>;
+
+    /// The next frame of a streaming reply body; its errors and panics end it with trailers.
+    fn poll_body(body: &mut Self::Body, cx: &mut Context<'_>) -> Poll<BodyFrame>;
+
+    /// The trailers that end a reply stream whose deadline passed.
+    fn deadline_exceeded() -> HeaderMap;
+}
+
+/// Where the reply of a call finishing in its own task goes, and whether its client gave up.
+pub(crate) struct Later<C: Calls> {
+    pub(in crate::http2) stream: u32,
+    pub(in crate::http2) shared: Arc<StreamShared>,
+    pub(in crate::http2) outbox: Arc<Outbox<Reply<C>>>,
+}
+
+impl<C: Calls> Later<C> {
+    /// Ready with the reason once the client has reset the stream.
+    pub(crate) fn poll_reset(&self, cx: &mut Context<'_>) -> Poll<Reason> {
+        self.shared.poll_reset(cx)
+    }
+
+    /// Hands the reply to the connection (dropped if the connection is gone).
+    pub(crate) fn finish(self, reply: Reply<C>) {
+        self.outbox.finish(Finished {
+            stream: self.stream,
+            reply,
+        });
+    }
+}

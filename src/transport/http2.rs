@@ -1,0 +1,160 @@
+//! HTTP/2 connections: fastgrpc's engine (`crate::http2`) serving the server's calls, and the
+//! connection's life around it (drains for shutdown, age and idleness, their grace).
+//!
+//! [`ServerCalls`] is the engine's door to the rest of the server: it starts calls through
+//! `call.rs` (deadlines, panics, `ConnectInfo`), finishes those that wait in tasks the server
+//! counts, and tells the engine what a reply's body is.
+
+use std::future::poll_fn;
+use std::panic::{self, AssertUnwindSafe};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use http::HeaderMap;
+use http_body::Body as _;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::{Activity, ConnectInfo, Started, drain_reason, finish_call, start_call};
+use crate::body::{RequestBody, ResponseBody};
+use crate::deadline::{self, Deadline};
+use crate::handler::{Panic, ResponseFuture, clock, panic_status};
+use crate::http2::{BodyFrame, Calls, Connection, Ended, Later, Outgoing, RequestData};
+use crate::server::Shared;
+use crate::status;
+
+/// Serves `io` with fastgrpc's engine until the peer closes it, it fails, or it is drained
+/// (shutdown, maximum age or idleness).
+pub(crate) async fn serve<IO>(
+    io: IO,
+    connect_info: Option<ConnectInfo>,
+    handshake_deadline: Instant,
+    shared: Arc<Shared>,
+    shutdown: CancellationToken,
+) where
+    IO: AsyncRead + AsyncWrite + Unpin,
+{
+    let activity = Activity::new(shared.stats.clone());
+    let calls = ServerCalls {
+        shared: Arc::clone(&shared),
+        activity: Arc::clone(&activity),
+        connect_info,
+    };
+    let config = shared.connection.engine();
+    let mut conn = Connection::new(io, config, calls, handshake_deadline);
+    let reason = tokio::select! {
+        ended = poll_fn(|cx| conn.poll(cx)) => return log_end(ended),
+        reason = drain_reason(&shared.connection, &activity, &shutdown) => reason,
+    };
+    if !conn.handshake_done() {
+        return;
+    }
+    tracing::debug!(reason, "draining the connection");
+    conn.graceful_shutdown();
+    let grace = shared.connection.drain_grace;
+    tokio::select! {
+        ended = poll_fn(|cx| conn.poll(cx)) => log_end(ended),
+        () = super::sleep_for(grace) => {
+            tracing::debug!("drain grace over; closing the connection with calls in flight");
+        }
+    }
+}
+
+fn log_end(ended: Ended) {
+    if let Ended::Error(error) = ended {
+        tracing::debug!(%error, "HTTP/2 connection ended with an error");
+    }
+}
+
+/// The server's calls, as one connection's engine sees them.
+struct ServerCalls {
+    shared: Arc<Shared>,
+    /// Counts the connection's tasks and marks it busy (for the idle timeout).
+    activity: Arc<Activity>,
+    connect_info: Option<ConnectInfo>,
+}
+
+impl Calls for ServerCalls {
+    type Body = ResponseBody;
+    type Deadline = Deadline;
+    type Pending = ResponseFuture;
+
+    fn deadline(
+        &self,
+        head: &mut http::request::Parts,
+    ) -> Result<Option<Deadline>, http::Response<ResponseBody>> {
+        deadline::call_deadline(head, self.shared.default_timeout)
+            .map_err(|status| crate::response::status(&status))
+    }
+
+    fn expires(deadline: &Deadline) -> Instant {
+        deadline.instant()
+    }
+
+    fn calls_arrived(&self) {
+        if self.shared.connection.max_connection_idle.is_some() {
+            self.activity.touch();
+        }
+    }
+
+    fn start(
+        &self,
+        head: http::request::Parts,
+        body: RequestData,
+        deadline: Option<Deadline>,
+        now: std::time::Instant,
+    ) -> (Started, std::time::Instant) {
+        let body = match body {
+            RequestData::Whole(data) => RequestBody::complete(data),
+            RequestData::Streaming(stream) => RequestBody::engine(stream),
+        };
+        let request = http::Request::from_parts(head, body);
+        // Adaptive inline reads this clock for the call's cost (`handler::clock`).
+        clock::open_call(now);
+        let started = start_call(&self.shared, self.connect_info.as_ref(), request, deadline);
+        (started, clock::close_call())
+    }
+
+    fn finish_later(
+        &self,
+        pending: ResponseFuture,
+        deadline: Option<Deadline>,
+        later: Later<Self>,
+    ) {
+        self.activity.spawn(async move {
+            let reset = poll_fn(|cx| later.poll_reset(cx));
+            if let Some(reply) = finish_call(pending, deadline, reset).await {
+                later.finish(reply);
+            }
+        });
+    }
+
+    fn outgoing(body: ResponseBody) -> Outgoing<ResponseBody> {
+        body.into_outgoing()
+    }
+
+    fn poll_body(body: &mut ResponseBody, cx: &mut Context<'_>) -> Poll<BodyFrame> {
+        let polled = panic::catch_unwind(AssertUnwindSafe(|| Pin::new(&mut *body).poll_frame(cx)));
+        Poll::Ready(match polled {
+            Ok(Poll::Pending) => return Poll::Pending,
+            Ok(Poll::Ready(Some(Ok(frame)))) => match frame.into_data() {
+                Ok(data) => BodyFrame::Data(data),
+                Err(frame) => BodyFrame::End(Some(frame.into_trailers().unwrap_or_default())),
+            },
+            Ok(Poll::Ready(Some(Err(status)))) => {
+                BodyFrame::End(Some(status::trailers(&status, HeaderMap::new())))
+            }
+            Ok(Poll::Ready(None)) => BodyFrame::End(None),
+            Err(panic) => BodyFrame::End(Some(status::trailers(
+                &panic_status(panic as Panic),
+                HeaderMap::new(),
+            ))),
+        })
+    }
+
+    fn deadline_exceeded() -> HeaderMap {
+        status::trailers(&deadline::exceeded(), HeaderMap::new())
+    }
+}
