@@ -23,6 +23,22 @@ use tonic::Status;
 use crate::http2::Outgoing;
 use crate::status;
 
+/// What watches a reply from its handler to its end (the call's span and metrics,
+/// `observe.rs`): the reply body tells it what it sends and how it ends.
+pub(crate) trait Watch: Send {
+    /// Runs one poll of the body in the call's scope (its span), the call marked busy meanwhile.
+    fn poll_in_scope(
+        &mut self,
+        poll: &mut dyn FnMut() -> Poll<Option<Result<Frame<Bytes>, Status>>>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Status>>>;
+    /// Counts `data`, a piece of the reply body.
+    fn sent(&mut self, data: &[u8]);
+    /// The call ended with `code`.
+    fn end(&mut self, code: tonic::Code);
+    /// The call ended with these trailers (their status), or none.
+    fn end_with(&mut self, trailers: Option<&HeaderMap>);
+}
+
 /// The body of a request, complete or still arriving.
 pub struct RequestBody {
     /// Data already received and not yet handed out.
@@ -226,7 +242,7 @@ pub(crate) type FrameStream = Pin<Box<dyn Stream<Item = Result<Bytes, Status>> +
 pub struct ResponseBody {
     kind: Kind,
     /// The call's span and metrics, for a body whose end is still to come (a stream).
-    observed: Option<Box<crate::observe::Observed>>,
+    observed: Option<Box<dyn Watch>>,
 }
 
 enum Kind {
@@ -341,7 +357,7 @@ impl ResponseBody {
 
     /// Ends `observed` now if the whole reply is known (its message and trailers), or hands it
     /// to the body to end with the stream.
-    pub(crate) fn observe(&mut self, mut observed: crate::observe::Observed) {
+    pub(crate) fn observe(&mut self, mut observed: impl Watch + 'static) {
         match &self.kind {
             Kind::Unary { message, trailers } => {
                 if let Some(message) = message {
@@ -363,7 +379,7 @@ impl ResponseBody {
         };
         // A panic in the stream leaves the call marked busy: its drop then ends it INTERNAL,
         // as the transport answers.
-        let polled = observed.run(|| self.poll_kind(cx));
+        let polled = observed.poll_in_scope(&mut || self.poll_kind(cx));
         match &polled {
             Poll::Pending => {}
             Poll::Ready(Some(Ok(frame))) => match frame.data_ref() {

@@ -21,7 +21,7 @@ use http_body::Body as _;
 use tonic::Code;
 use tracing::Span;
 
-use crate::body::{RequestBody, ResponseBody};
+use crate::body::{RequestBody, ResponseBody, Watch};
 use crate::deadline::{self, Deadline};
 use crate::future::FastFuture;
 use crate::handler::ResponseFuture;
@@ -120,6 +120,28 @@ impl Observed {
     /// Ends the call with the status in `trailers` (`UNKNOWN` if they have none).
     pub(crate) fn end_with(&mut self, trailers: Option<&http::HeaderMap>) {
         self.end(code_of(trailers.and_then(status_in)));
+    }
+}
+
+impl Watch for Observed {
+    fn poll_in_scope(
+        &mut self,
+        poll: &mut dyn FnMut()
+            -> Poll<Option<Result<http_body::Frame<bytes::Bytes>, tonic::Status>>>,
+    ) -> Poll<Option<Result<http_body::Frame<bytes::Bytes>, tonic::Status>>> {
+        self.run(poll)
+    }
+
+    fn sent(&mut self, data: &[u8]) {
+        Observed::sent(self, data);
+    }
+
+    fn end(&mut self, code: Code) {
+        Observed::end(self, code);
+    }
+
+    fn end_with(&mut self, trailers: Option<&http::HeaderMap>) {
+        Observed::end_with(self, trailers);
     }
 }
 
