@@ -29,9 +29,9 @@ use tower_layer::Layer;
 
 use crate::service::FromTower;
 use crate::transport::config::{ConnectionConfig, Keepalive};
-use crate::transport::incoming;
 #[cfg(feature = "tls")]
 use crate::transport::tls;
+use crate::transport::{Shared, incoming};
 
 /// Entry point: `Server::builder()` starts configuring a server.
 #[derive(Debug, Clone, Copy)]
@@ -58,21 +58,6 @@ pub struct Builder {
     connect_info: bool,
     #[cfg(feature = "tls")]
     tls: Option<tokio_rustls::rustls::ServerConfig>,
-}
-
-/// What every connection of a server shares.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    /// The router, behind the server-wide layers if there are any.
-    pub(crate) service: Dispatcher,
-    pub(crate) connection: ConnectionConfig,
-    /// Deadline of calls whose client sets none (or a later one).
-    pub(crate) default_timeout: Option<Duration>,
-    pub(crate) stats: ServerStats,
-    /// Whether each request gets the [`ConnectInfo`](crate::transport::ConnectInfo) of its connection.
-    pub(crate) connect_info: bool,
-    #[cfg(feature = "tls")]
-    pub(crate) tls: Option<tls::Acceptor>,
 }
 
 impl Builder {

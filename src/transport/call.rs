@@ -14,11 +14,11 @@ use std::pin::pin;
 
 use futures_util::FutureExt;
 
+use super::Shared;
 use super::connect_info::ConnectInfo;
 use crate::body::{RequestBody, ResponseBody};
 use crate::deadline::{self, Deadline};
 use crate::handler::{Panic, ResponseFuture, panic_status};
-use crate::server::Shared;
 use crate::service::FastService;
 
 /// How starting a call went: it answered at once (the response, and the deadline still ahead

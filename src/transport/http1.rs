@@ -22,13 +22,13 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::Sleep;
 use tokio_util::sync::CancellationToken;
 
+use super::Shared;
 use super::connect_info::ConnectInfo;
 use super::{Started, panic_response, start_call};
 use crate::body::{RequestBody, ResponseBody};
 use crate::deadline::{self, Deadline};
 use crate::handler::ResponseFuture;
 use crate::protocol::{Protocol, Wire};
-use crate::server::Shared;
 
 /// Serves `io` over HTTP/1.1 until the peer closes it, or, once `shutdown` fires, until the
 /// request in progress (if any) is answered or the drain grace runs out.

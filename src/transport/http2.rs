@@ -17,12 +17,12 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::Shared;
 use super::{Activity, ConnectInfo, Started, drain_reason, finish_call, start_call};
 use crate::body::{RequestBody, ResponseBody};
 use crate::deadline::{self, Deadline};
 use crate::handler::{Panic, ResponseFuture, clock, panic_status};
 use crate::http2::{BodyFrame, Calls, Connection, Ended, Later, Outgoing, RequestData};
-use crate::server::Shared;
 use crate::status;
 
 /// Serves `io` with fastgrpc's engine until the peer closes it, it fails, or it is drained

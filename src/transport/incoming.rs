@@ -18,10 +18,10 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::Shared;
 use super::connect_info::{ConnectInfo, Connected};
 use super::http1;
 use super::sniff::{Protocol, sniff};
-use crate::server::Shared;
 use crate::service::BoxError;
 
 /// Serves every connection `incoming` yields until `signal` completes, `incoming` ends or it

@@ -49,6 +49,7 @@ mod http1;
 mod http2;
 pub(crate) mod incoming;
 mod linger;
+mod shared;
 mod sniff;
 #[cfg(feature = "tls")]
 pub(crate) mod tls;
@@ -58,6 +59,7 @@ pub use self::activity::ServerStats;
 pub(crate) use self::call::{Started, finish_call, panic_response, start_call};
 pub(crate) use self::config::{drain_reason, sleep_for};
 pub use self::connect_info::{Address, ConnectInfo, Connected};
+pub(crate) use self::shared::Shared;
 #[cfg(feature = "tls")]
 pub use self::tls::{TlsConfig, TlsError};
 /// The rustls the `tls` feature serves with, to build a [`TlsConfig`]'s alternative, a
