@@ -81,6 +81,7 @@ impl Calls for ServerCalls {
     type Deadline = Deadline;
     type Pending = ResponseFuture;
 
+    #[inline]
     fn deadline(
         &self,
         head: &mut http::request::Parts,
@@ -99,6 +100,7 @@ impl Calls for ServerCalls {
         }
     }
 
+    #[inline]
     fn start(
         &self,
         head: http::request::Parts,
@@ -131,6 +133,7 @@ impl Calls for ServerCalls {
         });
     }
 
+    #[inline]
     fn outgoing(body: ResponseBody) -> Outgoing<ResponseBody> {
         body.into_outgoing()
     }
