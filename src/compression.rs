@@ -40,6 +40,8 @@ pub const GRPC_ACCEPT_ENCODING: HeaderName = HeaderName::from_static("grpc-accep
 pub struct EncodingHeaders {
     encoding: &'static HeaderName,
     accept: &'static HeaderName,
+    /// The accept header is HTTP's, whose entries may carry weights (`gzip;q=0.5`).
+    weighted: bool,
 }
 
 static GRPC_NAMES: [HeaderName; 2] = [GRPC_ENCODING, GRPC_ACCEPT_ENCODING];
@@ -57,16 +59,19 @@ impl EncodingHeaders {
     pub const GRPC: EncodingHeaders = EncodingHeaders {
         encoding: &GRPC_NAMES[0],
         accept: &GRPC_NAMES[1],
+        weighted: false,
     };
     /// Connect's unary calls: HTTP's `content-encoding` and `accept-encoding`.
     pub const CONNECT_UNARY: EncodingHeaders = EncodingHeaders {
         encoding: &CONNECT_UNARY_NAMES[0],
         accept: &CONNECT_UNARY_NAMES[1],
+        weighted: true,
     };
     /// Connect's streaming calls: `connect-content-encoding` and `connect-accept-encoding`.
     pub const CONNECT_STREAM: EncodingHeaders = EncodingHeaders {
         encoding: &CONNECT_STREAM_NAMES[0],
         accept: &CONNECT_STREAM_NAMES[1],
+        weighted: false,
     };
 
     /// The header naming the request's encoding.
@@ -326,11 +331,16 @@ fn accepted_names(enabled: &[CompressionEncoding]) -> String {
     names
 }
 
-/// The set of encodings a client lists in `grpc-accept-encoding`.
+/// The set of encodings a client lists in `grpc-accept-encoding` (or Connect's
+/// `accept-encoding` and `connect-accept-encoding`).
 ///
 /// A `Copy` bit set: parsing allocates nothing. Unknown names and `identity` are ignored
 /// (every peer accepts uncompressed messages), as are surrounding spaces and tabs and empty
-/// entries; names are matched ignoring ASCII case.
+/// entries; names are matched ignoring ASCII case. gRPC's header has no weights: an entry with
+/// parameters is no name and is ignored. HTTP's `accept-encoding` (Connect's unary calls) has
+/// them (RFC 9110 §12.5.3); they count as far as choosing needs: an encoding weighted `q=0` is
+/// refused, and `*` stands for every encoding the value does not name (the server's order
+/// still decides among the rest).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct AcceptEncoding {
     bits: u8,
@@ -348,12 +358,41 @@ impl AcceptEncoding {
         accepted
     }
 
+    /// The encodings one value of HTTP's `accept-encoding` accepts, weights read.
+    pub fn parse_weighted(value: &HeaderValue) -> AcceptEncoding {
+        let (mut accepted, mut named, mut any) = (0u8, 0u8, false);
+        for entry in value.as_bytes().split(|&b| b == b',') {
+            let mut parts = entry.split(|&b| b == b';');
+            let name = parts.next().unwrap_or_default().trim_ascii();
+            let refused = parts.any(|param| is_zero_weight(param.trim_ascii()));
+            if name == b"*" {
+                any = !refused;
+            } else if let Some(encoding) = CompressionEncoding::from_name(name) {
+                named |= encoding.bit();
+                if !refused {
+                    accepted |= encoding.bit();
+                }
+            }
+        }
+        if any {
+            let every = CompressionEncoding::ALL
+                .iter()
+                .fold(0, |bits, e| bits | e.bit());
+            accepted |= every & !named;
+        }
+        AcceptEncoding { bits: accepted }
+    }
+
     /// The encodings named in every `names.accept()` header of `headers` (a header may be
     /// repeated instead of comma-separated); empty if there is none.
     pub fn from_headers(headers: &HeaderMap, names: EncodingHeaders) -> AcceptEncoding {
         let mut accepted = AcceptEncoding::default();
+        let parse = match names.weighted {
+            true => AcceptEncoding::parse_weighted,
+            false => AcceptEncoding::parse,
+        };
         for value in headers.get_all(names.accept) {
-            accepted.bits |= AcceptEncoding::parse(value).bits;
+            accepted.bits |= parse(value).bits;
         }
         accepted
     }
@@ -372,6 +411,22 @@ impl AcceptEncoding {
             .iter()
             .copied()
             .find(|&encoding| self.contains(encoding))
+    }
+}
+
+/// Whether `param` (one parameter of an accepted encoding) is the weight `q=0`: `0`, or `0.`
+/// with up to three zeros (RFC 9110 §12.4.2).
+fn is_zero_weight(param: &[u8]) -> bool {
+    let Some(weight) = param
+        .strip_prefix(b"q=")
+        .or_else(|| param.strip_prefix(b"Q="))
+    else {
+        return false;
+    };
+    match weight {
+        [b'0'] => true,
+        [b'0', b'.', zeros @ ..] => zeros.len() <= 3 && zeros.iter().all(|&b| b == b'0'),
+        _ => false,
     }
 }
 
@@ -783,6 +838,45 @@ mod tests {
             request_encoding(&request("deflate"), EncodingHeaders::GRPC, &enabled).unwrap(),
             Some(Deflate)
         );
+    }
+
+    #[test]
+    fn http_weights_refuse_at_zero_and_a_star_accepts_what_is_not_named() {
+        let parse =
+            |value: &'static str| AcceptEncoding::parse_weighted(&HeaderValue::from_static(value));
+        let gzip = CompressionEncoding::Gzip;
+        let deflate = CompressionEncoding::Deflate;
+        assert!(parse("gzip;q=0.5").contains(gzip));
+        assert!(parse("gzip ; q=1.0, deflate").contains(deflate));
+        for refused in [
+            "gzip;q=0",
+            "gzip; q=0.0",
+            "gzip;Q=0.000",
+            "deflate, gzip;q=0",
+        ] {
+            assert!(!parse(refused).contains(gzip), "{refused}");
+        }
+        assert!(parse("gzip;q=0.001").contains(gzip));
+        let star = parse("*");
+        assert!(star.contains(gzip) && star.contains(deflate));
+        let star_but_gzip = parse("gzip;q=0, *");
+        assert!(!star_but_gzip.contains(gzip) && star_but_gzip.contains(deflate));
+        assert_eq!(parse("*;q=0"), AcceptEncoding::default());
+        assert_eq!(parse("identity;q=1, br"), AcceptEncoding::default());
+        // Only HTTP's header is weighted; gRPC's keeps its plain names.
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            http::header::ACCEPT_ENCODING,
+            HeaderValue::from_static("gzip;q=0, *"),
+        );
+        headers.insert(
+            GRPC_ACCEPT_ENCODING,
+            HeaderValue::from_static("gzip;q=0, *"),
+        );
+        let connect = AcceptEncoding::from_headers(&headers, EncodingHeaders::CONNECT_UNARY);
+        assert!(connect.contains(deflate) && !connect.contains(gzip));
+        let grpc = AcceptEncoding::from_headers(&headers, EncodingHeaders::GRPC);
+        assert_eq!(grpc, AcceptEncoding::default());
     }
 
     #[test]

@@ -424,6 +424,17 @@ async fn content_encoding_and_accept_encoding_negotiate_compression() {
     assert!(response.headers.get("content-encoding").is_none());
     body_json(&response);
 
+    // HTTP's weights: a weighted gzip is accepted, gzip at q=0 is refused.
+    for (accepted, compressed) in [("br, gzip;q=0.8", true), ("gzip;q=0, br", false)] {
+        let headers = [("accept-encoding", accepted)];
+        let response = post(&server, UNARY, "application/json", &headers, json.clone()).await;
+        assert_eq!(
+            response.headers.contains_key("content-encoding"),
+            compressed,
+            "{accepted}: {response:?}"
+        );
+    }
+
     // An encoding the server does not accept is `unimplemented`, naming what it accepts.
     let response = post(
         &server,

@@ -447,7 +447,56 @@ fn reference_accept_encoding(value: &[u8]) -> Vec<CompressionEncoding> {
     accepted
 }
 
+/// The encodings an HTTP `accept-encoding` value accepts (RFC 9110 §12.5.3): each entry a
+/// name and parameters after `;`; a `q` weight of zero (`qvalue = "0" [ "." 0*3DIGIT ]`, all
+/// digits zero) refuses the name; `*` accepts every encoding no entry names.
+fn reference_weighted_accept_encoding(value: &[u8]) -> Vec<CompressionEncoding> {
+    let zero = |weight: &[u8]| match weight.split_first() {
+        Some((b'0', [])) => true,
+        Some((b'0', [b'.', digits @ ..])) => digits.len() <= 3 && digits.iter().all(|d| *d == b'0'),
+        _ => false,
+    };
+    let (mut accepted, mut named, mut star) = (Vec::new(), Vec::new(), false);
+    for entry in value.split(|&b| b == b',') {
+        let mut parts = entry.split(|&b| b == b';');
+        let name = parts.next().unwrap_or_default().trim_ascii();
+        let refused = parts.any(|param| {
+            let param = param.trim_ascii();
+            param.len() > 2 && param[..2].eq_ignore_ascii_case(b"q=") && zero(&param[2..])
+        });
+        if name == b"*" {
+            star = !refused;
+        }
+        for &encoding in CompressionEncoding::ALL {
+            if name.eq_ignore_ascii_case(encoding.as_str().as_bytes()) {
+                named.push(encoding);
+                if !refused {
+                    accepted.push(encoding);
+                }
+            }
+        }
+    }
+    if star {
+        accepted.extend(
+            CompressionEncoding::ALL
+                .iter()
+                .filter(|e| !named.contains(e)),
+        );
+    }
+    accepted
+}
+
 fn accept_encoding(value: &HeaderValue, enabled: &[CompressionEncoding]) {
+    let weighted = AcceptEncoding::parse_weighted(value);
+    let reference = reference_weighted_accept_encoding(value.as_bytes());
+    for &encoding in CompressionEncoding::ALL {
+        assert_eq!(
+            weighted.contains(encoding),
+            reference.contains(&encoding),
+            "{value:?}"
+        );
+    }
+
     let parsed = AcceptEncoding::parse(value);
     let reference = reference_accept_encoding(value.as_bytes());
     for &encoding in CompressionEncoding::ALL {
