@@ -992,6 +992,34 @@ async fn a_server_wide_layer_s_refusal_is_in_connect_s_form() {
 }
 
 #[tokio::test]
+async fn a_panic_in_a_server_wide_layer_is_an_internal_error_in_connect_s_form() {
+    let panics = tower::util::MapRequestLayer::new(
+        |request: http::Request<fastgrpc::service::RequestBody>| {
+            if request.headers().contains_key("x-panic") {
+                std::panic::panic_any("the layer was asked to panic");
+            }
+            request
+        },
+    );
+    let server = server(Server::builder().layer(panics)).await;
+    let body = json!({ "responseSize": 1 }).to_string();
+    let response = post(
+        &server,
+        UNARY,
+        "application/json",
+        &[("x-panic", "1")],
+        body,
+    )
+    .await;
+    assert_eq!(response.status, 500, "{response:?}");
+    assert_eq!(error_of(&response)["code"], "internal");
+    // The connection and the server go on.
+    let response = post_json(&server, UNARY, json!({ "responseSize": 1 })).await;
+    assert_eq!(response.status, 200, "{response:?}");
+    server.stop().await;
+}
+
+#[tokio::test]
 async fn bad_binary_metadata_is_invalid_argument() {
     let server = server(Server::builder()).await;
     for (value, status) in [
