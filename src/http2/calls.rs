@@ -63,8 +63,8 @@ pub(crate) trait Calls: Sized {
     /// A call that did not answer at once.
     type Pending;
 
-    /// A request's head arrived (`now`): the deadline it sets, or the answer to a head whose
-    /// deadline cannot be read.
+    /// A request's head arrived: the deadline it sets (counted from now, so that time spent
+    /// waiting to start counts), or the answer to a head whose deadline cannot be read.
     fn deadline(
         &self,
         head: &mut http::request::Parts,
@@ -76,7 +76,8 @@ pub(crate) trait Calls: Sized {
     /// Calls are about to start (a connection idle until now no longer is).
     fn calls_arrived(&self);
 
-    /// Starts a call at `now`; how it went, and the time after it ran.
+    /// Starts a call at `now`; how it went, and the time after it ran (the engine's inline
+    /// budget counts with it, so a call costs one clock read).
     fn start(
         &self,
         head: http::request::Parts,
