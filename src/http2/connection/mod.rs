@@ -14,6 +14,9 @@
 //! requests), request data the windows we announce, reply data what the handler produced and
 //! the client's window allows.
 //!
+//! Invariant: the connection's task owns all of it; calls' tasks and bodies reach it only
+//! through the [`Outbox`] (and a stream's `StreamShared`), which the poll drains first.
+//!
 //! This file holds the connection's state and its poll (the read/write loop); each concern has
 //! a file of its own, each an `impl Connection` block: `frames` (reading frames), `streams` (the
 //! stream table and states), `flow` (flow control and SETTINGS), `calls` (starting calls),
