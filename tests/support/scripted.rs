@@ -159,6 +159,20 @@ impl Client {
         }
     }
 
+    /// Whether the server closes the connection (EOF, or a reset) within [`READ_LIMIT`],
+    /// whatever it sends before.
+    pub async fn closed(&mut self) -> bool {
+        let deadline = tokio::time::Instant::now() + READ_LIMIT;
+        let mut buf = [0u8; 4096];
+        loop {
+            match tokio::time::timeout_at(deadline, self.tcp.read(&mut buf)).await {
+                Ok(Ok(0)) | Ok(Err(_)) => return true,
+                Ok(Ok(n)) => self.read.extend_from_slice(&buf[..n]),
+                Err(_) => return false,
+            }
+        }
+    }
+
     /// Reads until GOAWAY; its error code and debug data.
     pub async fn goaway(&mut self) -> (u32, Vec<u8>) {
         let frames = self.read_until(|frame| frame.kind == GOAWAY).await;

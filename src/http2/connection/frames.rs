@@ -336,6 +336,7 @@ where
             shared: None,
             head: None,
             deadline: None,
+            stop_at: None,
         };
         if decoded == Decoded::TooLarge {
             // 431, as h2 answers (RFC 6585), and the stream ends here.

@@ -10,9 +10,10 @@ use std::task::{Context, Poll, Waker};
 
 use http::{HeaderMap, StatusCode};
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::time::Instant;
 
 use super::drain::Drain;
-use super::streams::{Closed, End, Recv, Sending, unread_bytes};
+use super::streams::{ANSWERED_GRACE, Closed, End, Recv, Sending, unread_bytes};
 use super::{BODY_ROUND_BYTES, Connection, WRITE_HIGH_WATER};
 use crate::http2::calls::{BodyFrame, Calls, Outgoing};
 use crate::http2::frame::{self, Reason};
@@ -131,9 +132,9 @@ where
     /// The reply is sent: the stream ends, or, if the client is still sending, stays
     /// half-closed (local) until the client ends it, its frames checked as an open stream's
     /// (their flow control, trailers and content-length). Nothing reads its data any more, and
-    /// no window is given back for it: once half a window has come, RST_STREAM NO_ERROR tells
-    /// the client to stop (RFC 9113 §8.1), as it tells every such stream once the connection
-    /// drains.
+    /// no window is given back for it: after [`ANSWERED_GRACE`], or once half a window has
+    /// come, RST_STREAM NO_ERROR tells the client to stop (RFC 9113 §8.1), as it tells every
+    /// such stream once the connection drains.
     pub(super) fn send_done(&mut self, id: u32) {
         let draining = self.drain == Drain::Final || self.peer_goaway;
         let Some(stream) = self.streams.get_mut(&id) else {
@@ -147,12 +148,15 @@ where
         if draining {
             return self.stop_sending(id);
         }
+        let stop_at = Instant::now() + ANSWERED_GRACE;
+        stream.stop_at = Some(stop_at);
         let unread = unread_bytes(&stream.recv);
         stream.recv = Recv::Dropped;
         if let Some(shared) = stream.shared.take() {
             shared.end(RecvEnd::Reset(Reason::CANCEL));
         }
         self.release_connection(unread);
+        self.arm_deadline(stop_at);
     }
 
     /// Polls the reply bodies that woke up, packing what they have into DATA frames.

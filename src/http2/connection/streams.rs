@@ -9,6 +9,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::task::Waker;
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use http::HeaderMap;
@@ -47,6 +48,8 @@ pub(super) struct Stream<C: Calls> {
     pub(super) head: Option<http::request::Parts>,
     /// From `grpc-timeout` and the server's default, counted from when the headers arrived.
     pub(super) deadline: Option<C::Deadline>,
+    /// Answered while the client was still sending: when it is told to stop.
+    pub(super) stop_at: Option<Instant>,
 }
 
 impl<C: Calls> Stream<C> {
@@ -189,6 +192,13 @@ pub(super) enum Closed {
 /// stream's reset. HEADERS on such a stream is a connection error PROTOCOL_ERROR: to the
 /// client, it opens a stream whose id is not new (§5.1.1).
 pub(super) const CLOSED_REMEMBERED: usize = 128;
+
+/// How long a stream answered while its client is still sending stays half-closed (local)
+/// before RST_STREAM NO_ERROR tells the client to stop: long enough for the frames it had
+/// sent to arrive and be judged by the stream's rules (whatever the timing, as h2spec checks
+/// them), short enough that a client that keeps an idle request side open (h2's, tonic's,
+/// which wait for that reset) gets its concurrency slot back soon. grpc-go resets at once.
+pub(super) const ANSWERED_GRACE: Duration = Duration::from_secs(1);
 
 /// How many streams the client may waste, resetting them before their replies end, making us
 /// reset them, or opening them past the concurrency limit (CVE-2023-44487, rapid reset, and

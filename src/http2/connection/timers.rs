@@ -1,5 +1,5 @@
 //! The connection's timers: the handshake and SETTINGS-ack deadline, keepalive and drain
-//! pings, and the deadlines of reply streams.
+//! pings, the deadlines of reply streams, and the grace of streams answered early.
 //!
 //! Invariant: every timer is re-armed or pushed a year away once it fires, so a poll never sees
 //! the same expiry twice.
@@ -83,7 +83,16 @@ where
             self.deadline_armed = false;
             let now = Instant::now();
             let mut next: Option<Instant> = None;
-            for stream in self.streams.values_mut() {
+            let mut stopping = std::mem::take(&mut self.waiting);
+            stopping.clear();
+            for (&id, stream) in self.streams.iter_mut() {
+                if let Some(stop_at) = stream.stop_at {
+                    if stop_at <= now {
+                        stopping.push(id);
+                    } else {
+                        next = Some(next.map_or(stop_at, |next| next.min(stop_at)));
+                    }
+                }
                 let Some(deadline) = stream.sending.as_ref().and_then(|sending| sending.deadline)
                 else {
                     continue;
@@ -97,6 +106,10 @@ where
                     }));
                 }
             }
+            for &id in &stopping {
+                self.stop_sending(id);
+            }
+            self.waiting = stopping;
             if let Some(next) = next {
                 self.arm_deadline(next);
             }
