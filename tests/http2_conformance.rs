@@ -393,13 +393,25 @@ async fn priority_on_an_idle_stream_is_allowed_and_opens_nothing() {
 
 /// RFC 9113 §5.1.1: a new stream's identifier must be greater than every stream the client
 /// opened; HEADERS that would open one below the last is a connection error of type
-/// PROTOCOL_ERROR. The server then serves new connections as before.
+/// PROTOCOL_ERROR (trailers there, a stream error: see the test). The server then serves new
+/// connections as before.
 #[tokio::test]
 async fn a_new_stream_below_the_last_one_is_a_connection_error() {
     let server = server(builder()).await;
     let mut client = Client::connect(&server).await;
     client.send(&call(&server, 3)).await;
     answered(&mut client, 3).await;
+    // Trailers on such a stream are late, not a new stream: only that stream is refused.
+    let trailers = header_block(&[(b"x-late", b"1")]);
+    client
+        .send(&raw_frames::frame(
+            HEADERS,
+            END_HEADERS | END_STREAM,
+            1,
+            &trailers,
+        ))
+        .await;
+    assert_eq!(client.reset(1).await, STREAM_CLOSED);
     client.send(&call(&server, 1)).await;
     assert_eq!(client.goaway().await.0, PROTOCOL_ERROR);
     drop(client);

@@ -208,6 +208,14 @@ impl<'r> RequestHead<'r> {
     }
 
     /// A head that reuses what the connection's last head handed on.
+    /// Whether the block had a request's pseudo-fields: it opens a request, not trailers.
+    pub(crate) fn has_pseudo_fields(&self) -> bool {
+        self.method.is_some()
+            || self.scheme.is_some()
+            || self.authority.is_some()
+            || self.path.is_some()
+    }
+
     pub(crate) fn reusing(reused: &'r mut Reused) -> RequestHead<'r> {
         reused.fields.clear();
         RequestHead {

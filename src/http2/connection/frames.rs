@@ -298,15 +298,19 @@ where
         };
         self.last_stream = self.last_stream.max(id);
         if let Some(reset) = refused {
+            let opens_a_request = head.has_pseudo_fields();
             drop(head);
             return match reset {
                 None => Ok(()),
                 Some(Reason::STREAM_CLOSED) => match self.closed_how(id) {
                     Some(_) => self.on_closed_stream(id, "HEADERS on a closed stream"),
-                    None => Err(FrameError::Connection(
+                    // A request reusing an id (§5.1.1); trailers late for a stream closed too
+                    // long ago to be remembered cost only that stream.
+                    None if opens_a_request => Err(FrameError::Connection(
                         Reason::PROTOCOL_ERROR,
                         "a new stream whose id is not above the last one",
                     )),
+                    None => self.on_closed_stream(id, "trailers on a forgotten stream"),
                 },
                 Some(Reason::REFUSED_STREAM) => {
                     frame::put_rst_stream(&mut self.out.buf, id, Reason::REFUSED_STREAM);

@@ -189,8 +189,8 @@ pub(super) enum Closed {
 /// How many closed streams a connection remembers. DATA on a stream below the client's last
 /// one that is not remembered gets a stream error STREAM_CLOSED (as h2 answers streams it has
 /// forgotten), so DATA late for a stream we reset long ago costs the client nothing but that
-/// stream's reset. HEADERS on such a stream is a connection error PROTOCOL_ERROR: to the
-/// client, it opens a stream whose id is not new (§5.1.1).
+/// stream's reset; so do trailers. HEADERS that open a request there are a connection error
+/// PROTOCOL_ERROR: the client opens a stream whose id is not new (§5.1.1).
 pub(super) const CLOSED_REMEMBERED: usize = 128;
 
 /// How long a stream answered while its client is still sending stays half-closed (local)
