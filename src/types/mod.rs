@@ -63,17 +63,30 @@ pub struct Any {
 }
 
 macro_rules! named {
-    ($($ty:ident),*) => {$(
-        impl prost::Name for $ty {
-            const NAME: &'static str = stringify!($ty);
-            const PACKAGE: &'static str = "google.protobuf";
+    ($($ty:ident),*) => {
+        $(
+            impl prost::Name for $ty {
+                const NAME: &'static str = stringify!($ty);
+                const PACKAGE: &'static str = "google.protobuf";
 
-            // As `prost-types` has them: the domain `Any`s of these types carry.
-            fn type_url() -> String {
-                concat!("type.googleapis.com/google.protobuf.", stringify!($ty)).to_owned()
+                // As `prost-types` has them: the domain `Any`s of these types carry.
+                fn type_url() -> String {
+                    concat!("type.googleapis.com/google.protobuf.", stringify!($ty)).to_owned()
+                }
             }
+        )*
+
+        /// Every well-known type's entry in the JSON registry, by full name. Inside an `Any`
+        /// each has the special form `{"@type", "value"}`, except `Empty`, an object like any
+        /// message's.
+        fn well_known_entries() -> impl Iterator<Item = (String, registry::Entry)> {
+            [$((
+                concat!("google.protobuf.", stringify!($ty)).to_owned(),
+                registry::entry::<$ty>(stringify!($ty) != "Empty"),
+            )),*]
+            .into_iter()
         }
-    )*};
+    };
 }
 
 // Every well-known type here, by its proto name (what `Any`'s type URLs say).

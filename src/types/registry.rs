@@ -24,44 +24,12 @@ pub(super) struct Entry {
 
 fn registry() -> &'static RwLock<HashMap<String, Entry>> {
     static REGISTRY: OnceLock<RwLock<HashMap<String, Entry>>> = OnceLock::new();
-    REGISTRY.get_or_init(|| {
-        let mut types = HashMap::new();
-        macro_rules! well_known {
-            ($($ty:ident),*) => {$(
-                types.insert(
-                    concat!("google.protobuf.", stringify!($ty)).to_owned(),
-                    entry::<super::$ty>(true),
-                );
-            )*};
-        }
-        well_known!(
-            Any,
-            BoolValue,
-            BytesValue,
-            DoubleValue,
-            Duration,
-            FieldMask,
-            FloatValue,
-            Int32Value,
-            Int64Value,
-            ListValue,
-            StringValue,
-            Struct,
-            Timestamp,
-            UInt32Value,
-            UInt64Value,
-            Value
-        );
-        // Empty is an object like any message's.
-        types.insert(
-            "google.protobuf.Empty".to_owned(),
-            entry::<super::Empty>(false),
-        );
-        RwLock::new(types)
-    })
+    REGISTRY.get_or_init(|| RwLock::new(super::well_known_entries().collect()))
 }
 
-fn entry<M: Message + Default + Serialize + DeserializeOwned + 'static>(special: bool) -> Entry {
+pub(super) fn entry<M: Message + Default + Serialize + DeserializeOwned + 'static>(
+    special: bool,
+) -> Entry {
     Entry {
         to_json: to_json::<M>,
         from_json: from_json::<M>,
