@@ -11,7 +11,9 @@ command -v chromium >/dev/null || { echo "chromium missing: apt-get install chro
 npm ci --no-audit --no-fund --loglevel=error
 npm run --silent build
 
-cargo build --quiet --example greeter_server
+# From the workspace root, as every other script builds: built from examples/, cargo would
+# resolve another feature set and build the whole tree again.
+(cd ../.. && cargo build --quiet --example greeter_server)
 server=../../target/debug/examples/greeter_server
 pids=()
 cleanup() {
