@@ -8,6 +8,9 @@
 #   bash benches/instructions.sh streaming   # StreamingOutputCall of 1,000 replies of 100
 #                                            # bytes, 8 at a time: interop_server and
 #                                            # tonic_streaming_server
+#   bash benches/instructions.sh connect-h1  # SayHello as Connect `application/proto` over
+#                                            # HTTP/1.1, one at a time: greeter_server and
+#                                            # connectrpc_greeter_server
 #
 # Loopback only; every run is bounded by a request count and a `timeout`.
 set -euo pipefail
@@ -16,7 +19,7 @@ cd "$(dirname "$0")/.."
 command -v valgrind >/dev/null || { echo "valgrind missing: apt-get install valgrind" >&2; exit 1; }
 command -v h2load >/dev/null || { echo "h2load missing: apt-get install nghttp2-client" >&2; exit 1; }
 cargo build --release --quiet --example greeter_server --example interop_server \
-  --example tonic_streaming_server
+  --example tonic_streaming_server --example connectrpc_greeter_server
 
 port=${PORT:-50071}
 work=$(mktemp -d)
@@ -30,6 +33,9 @@ wait_for_port() {
   echo "the server did not start" >&2; exit 1
 }
 
+# How h2load sends each call: gRPC over HTTP/2 unless a mode says otherwise.
+request_args=(-H 'content-type: application/grpc' -H 'te: trailers')
+
 # instructions N STREAMS PATH -- SERVER...: the instructions of SERVER (all its threads) while
 # it answers N calls of $work/body to PATH, STREAMS at a time, plus its start and end.
 instructions() {
@@ -39,7 +45,7 @@ instructions() {
   local pid=$!
   wait_for_port
   timeout 300 h2load -n "$calls" -c 1 -m "$streams" -d "$work/body" \
-    -H 'content-type: application/grpc' -H 'te: trailers' "http://127.0.0.1:$port$path" |
+    "${request_args[@]}" "http://127.0.0.1:$port$path" |
     grep -q "$calls succeeded" || echo "not every call succeeded" >&2
   kill -INT "$pid"; wait "$pid" || true
   cat "$work"/callgrind.* | awk '/^summary/ { sum += $2 } END { print sum }'
@@ -70,5 +76,12 @@ case "${1:-unary}" in
       target/release/examples/interop_server --port "$port"
     per tonic message 20 120 1000 8 "$path" -- \
       target/release/examples/tonic_streaming_server --addr "127.0.0.1:$port" --workers 1 ;;
-  *) echo "usage: bash benches/instructions.sh [unary|streaming]" >&2; exit 2 ;;
+  connect-h1)
+    printf '\x0a\x05world' > "$work/body"
+    request_args=(-H 'content-type: application/proto' --h1)
+    per fastgrpc call 3000 13000 1 1 /helloworld.Greeter/SayHello -- \
+      target/release/examples/greeter_server --addr "127.0.0.1:$port" --workers 1
+    per connectrpc call 3000 13000 1 1 /helloworld.Greeter/SayHello -- \
+      target/release/examples/connectrpc_greeter_server --addr "127.0.0.1:$port" --workers 1 ;;
+  *) echo "usage: bash benches/instructions.sh [unary|streaming|connect-h1]" >&2; exit 2 ;;
 esac

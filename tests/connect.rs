@@ -1068,3 +1068,41 @@ async fn an_interceptor_s_refusal_is_a_connect_error() {
     assert_eq!(response.status, 200, "{response:?}");
     server.stop().await;
 }
+
+/// The head timeout over HTTP/1.1 (the handshake timeout) waits for a request's head, never for
+/// an answer: a handler slower than it and a reply stream slower than it are both given whole.
+#[tokio::test]
+async fn answers_slower_than_the_http1_head_timeout_are_given_whole() {
+    let server = server(Server::builder().handshake_timeout(Duration::from_millis(200))).await;
+    // Three replies 300 ms apart: the stream outlasts two timeouts.
+    let request = support::http1::request(
+        "POST",
+        SERVER_STREAM,
+        "application/connect+proto",
+        &[("connection", "close")],
+        &frame(&asking(&[4, 4, 4], 300_000).encode_to_vec()),
+    );
+    let raw = support::http1::exchange(server.addr, &request).await;
+    let response = support::http1::responses(&raw).remove(0);
+    assert_eq!(response.status, 200, "{response:?}");
+    let envelopes = support::web::frames(&response.body);
+    assert_eq!(envelopes.len(), 4, "{envelopes:?}");
+    assert_eq!(envelopes[3].0, 0x02);
+
+    // A handler that never answers, stopped by its 700 ms deadline: answered, not cut off.
+    let request = support::http1::request(
+        "POST",
+        UNARY,
+        "application/proto",
+        &[("connection", "close"), ("connect-timeout-ms", "700")],
+        &SimpleRequest {
+            fill_username: true,
+            ..Default::default()
+        }
+        .encode_to_vec(),
+    );
+    let raw = support::http1::exchange(server.addr, &request).await;
+    let response = support::http1::responses(&raw).remove(0);
+    assert_eq!(response.status, 504, "{response:?}");
+    server.stop().await;
+}

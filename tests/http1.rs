@@ -235,6 +235,30 @@ async fn a_client_that_sends_its_headers_too_slowly_is_cut_off() {
 }
 
 #[tokio::test]
+async fn an_idle_keep_alive_connection_is_closed_after_one_to_two_timeouts() {
+    let timeout = Duration::from_millis(300);
+    let (server, _) = server(Server::builder().handshake_timeout(timeout)).await;
+    let mut tcp = TcpStream::connect(server.addr).await.unwrap();
+    tcp.write_all(&request("POST", "application/grpc-web", &[], &sized(1)))
+        .await
+        .unwrap();
+    let sent = Instant::now();
+    // The answer, then nothing: the connection stays open (keep-alive) until the timeout.
+    let mut raw = Vec::new();
+    let closed = tokio::time::timeout(Duration::from_secs(5), tcp.read_to_end(&mut raw)).await;
+    assert!(closed.is_ok(), "still open after 5 s");
+    let open = sent.elapsed();
+    let answers = responses(&raw);
+    assert_eq!(answers.len(), 1, "{answers:?}");
+    assert_eq!(answers[0].status, 200, "{answers:?}");
+    // One to two timeouts after the answer (which takes microseconds), with slack for a
+    // loaded machine.
+    assert!(open >= timeout, "{open:?}");
+    assert!(open < 2 * timeout + Duration::from_secs(2), "{open:?}");
+    server.stop().await;
+}
+
+#[tokio::test]
 async fn with_http1_off_every_connection_is_http2() {
     let (server, _) = server(Server::builder().accept_http1(false)).await;
     let mut tcp = TcpStream::connect(server.addr).await.unwrap();

@@ -2,9 +2,9 @@
 //! their CORS preflights, through the same services and router as HTTP/2.
 //!
 //! gRPC itself needs HTTP/2 (its status travels in trailers): a gRPC request over HTTP/1.1 is
-//! answered `505 HTTP Version Not Supported` at once. A client that sends its headers too slowly
-//! is cut off after the handshake timeout (hyper's header read timeout), so it cannot hold a
-//! connection open that way.
+//! answered `505 HTTP Version Not Supported` at once. A client that sends its headers too slowly,
+//! or leaves a connection idle, is cut off one to two handshake timeouts after it last did
+//! anything (`head_timeout.rs`), so it cannot hold a connection open that way.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -16,14 +16,16 @@ use std::task::{Context, Poll};
 use bytes::{Bytes, BytesMut};
 use http_body::Body as _;
 use hyper::body::Incoming;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use pin_project_lite::pin_project;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::Sleep;
 use tokio_util::sync::CancellationToken;
 
 use super::Shared;
+use super::beside::{Beside, First};
 use super::connect_info::ConnectInfo;
+use super::head_timeout::{Answering, HeadWatch, Watched};
 use super::{Started, panic_response, start_call};
 use crate::body::{RequestBody, ResponseBody};
 use crate::deadline::{self, Deadline};
@@ -42,27 +44,50 @@ pub(crate) async fn serve<IO>(
 {
     let header_timeout = shared.connection.handshake_timeout;
     let drain_grace = shared.connection.drain_grace;
-    let service =
-        hyper::service::service_fn(move |request| answer(&shared, connect_info.as_ref(), request));
-    let mut connection = hyper::server::conn::http1::Builder::new()
-        .timer(TokioTimer::new())
-        .header_read_timeout(header_timeout)
-        .serve_connection(TokioIo::new(io), service);
-    let result = tokio::select! {
-        result = &mut connection => result,
-        () = shutdown.cancelled() => {
+    let watch = Arc::new(HeadWatch::default());
+    let service = hyper::service::service_fn({
+        let watch = Arc::clone(&watch);
+        move |request| Watching {
+            answer: answer(&shared, connect_info.as_ref(), request),
+            answering: Some(watch.head_read()),
+        }
+    });
+    // hyper's own header read timeout stays off (`head_timeout.rs` says why).
+    let mut connection =
+        hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(io), service);
+    let side = async {
+        tokio::select! {
+            () = shutdown.cancelled() => Side::Shutdown,
+            () = watch.stalled(header_timeout) => Side::Stalled,
+        }
+    };
+    let result = match Beside::new(&mut connection, side).await {
+        First::Main(result) => result,
+        First::Side(Side::Stalled) => {
+            tracing::debug!("HTTP/1.1 connection closed: no request head within the timeout");
+            return;
+        }
+        First::Side(Side::Shutdown) => {
             // The request in progress finishes first, within the drain grace if one is set, as
             // over HTTP/2 (an endless reply stream would otherwise hold the shutdown open).
             Pin::new(&mut connection).graceful_shutdown();
             match drain_grace {
                 None => connection.await,
-                Some(grace) => tokio::time::timeout(grace, connection).await.unwrap_or(Ok(())),
+                Some(grace) => tokio::time::timeout(grace, connection)
+                    .await
+                    .unwrap_or(Ok(())),
             }
         }
     };
     if let Err(error) = result {
         tracing::debug!(%error, "HTTP/1.1 connection ended with an error");
     }
+}
+
+/// What ends an HTTP/1.1 connection from outside.
+enum Side {
+    Shutdown,
+    Stalled,
 }
 
 /// A request body of at most this many bytes (by its `content-length`) is read whole before
@@ -233,6 +258,30 @@ impl Future for Answer {
                 Stage::Done => panic!("an HTTP/1.1 answer polled after it was given"),
             }
         }
+    }
+}
+
+pin_project! {
+    /// An answer, counted in progress (for the head timeout) until hyper drops its response's
+    /// body.
+    struct Watching {
+        #[pin]
+        answer: Answer,
+        answering: Option<Answering>,
+    }
+}
+
+impl Future for Watching {
+    type Output = Result<http::Response<Watched<ResponseBody>>, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let Ok(response) = std::task::ready!(this.answer.poll(cx));
+        let answering = this
+            .answering
+            .take()
+            .expect("an HTTP/1.1 answer polled after it was given");
+        Poll::Ready(Ok(response.map(|body| Watched::new(body, answering))))
     }
 }
 

@@ -18,6 +18,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::Shared;
+use super::beside::{Beside, First};
 use super::{Activity, ConnectInfo, Started, drain_reason, finish_call, start_call};
 use crate::body::{RequestBody, ResponseBody};
 use crate::deadline::{self, Deadline};
@@ -44,9 +45,10 @@ pub(crate) async fn serve<IO>(
     };
     let config = shared.connection.engine();
     let mut conn = Connection::new(io, config, calls, handshake_deadline);
-    let reason = tokio::select! {
-        ended = poll_fn(|cx| conn.poll(cx)) => return log_end(ended),
-        reason = drain_reason(&shared.connection, &activity, &shutdown) => reason,
+    let drain = drain_reason(&shared.connection, &activity, &shutdown);
+    let reason = match Beside::new(poll_fn(|cx| conn.poll(cx)), drain).await {
+        First::Main(ended) => return log_end(ended),
+        First::Side(reason) => reason,
     };
     if !conn.handshake_done() {
         return;

@@ -42,9 +42,11 @@ macro_rules! write_through_to_io {
 }
 
 mod activity;
+mod beside;
 mod call;
 pub(crate) mod config;
 mod connect_info;
+mod head_timeout;
 mod http1;
 mod http2;
 pub(crate) mod incoming;
