@@ -52,9 +52,12 @@ impl Wire {
     /// `proto` and `json` is read as protobuf, as it always was here.
     pub(crate) fn of(content_type: Option<&HeaderValue>) -> Option<Wire> {
         let value = content_type?.as_bytes();
-        // What nearly every gRPC client sends, before any parsing.
+        // What nearly every client sends, before any parsing: gRPC's, then Connect's.
         if value == b"application/grpc" {
             return Some(Wire::default());
+        }
+        if let Some(wire) = Wire::connect(value) {
+            return Some(wire);
         }
         let media = match value.iter().position(|&b| b == b';') {
             Some(end) => value[..end].trim_ascii_end(),
@@ -79,13 +82,19 @@ impl Wire {
                 _ => None,
             };
         }
-        match media {
-            b"application/proto" => wire(Protocol::ConnectUnary, Format::Proto),
-            b"application/json" => wire(Protocol::ConnectUnary, Format::Json),
-            b"application/connect+proto" => wire(Protocol::ConnectStream, Format::Proto),
-            b"application/connect+json" => wire(Protocol::ConnectStream, Format::Json),
-            _ => None,
-        }
+        Wire::connect(media)
+    }
+
+    /// What a Connect media type (without parameters) names.
+    fn connect(media: &[u8]) -> Option<Wire> {
+        let (protocol, format) = match media {
+            b"application/proto" => (Protocol::ConnectUnary, Format::Proto),
+            b"application/json" => (Protocol::ConnectUnary, Format::Json),
+            b"application/connect+proto" => (Protocol::ConnectStream, Format::Proto),
+            b"application/connect+json" => (Protocol::ConnectStream, Format::Json),
+            _ => return None,
+        };
+        Some(Wire { protocol, format })
     }
 
     /// What the request whose headers are `headers` speaks; gRPC with protobuf when its

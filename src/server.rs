@@ -228,7 +228,9 @@ impl Builder {
     }
 
     /// How long a new connection may take to send the HTTP/2 preface and settings
-    /// (default 10 s); a connection that sends nothing is closed after it.
+    /// (default 10 s); a connection that sends nothing is closed after it. Over HTTP/1.1 it
+    /// also bounds the wait for each request's head: a connection with no answer in progress
+    /// that sends no whole head for this long is closed (within twice the time).
     pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
         self.connection.handshake_timeout = timeout;
         self

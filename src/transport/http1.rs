@@ -183,23 +183,19 @@ impl Future for Answer {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
+        // The stage is matched in place and moved out only when it changes: it is a few
+        // hundred bytes, and this runs for every request.
         loop {
-            match std::mem::replace(this.stage, Stage::Done) {
-                Stage::Reading {
-                    mut body,
-                    mut read,
-                    then,
-                } => {
+            match this.stage {
+                Stage::Reading { body, read, then } => {
                     let keep = matches!(then, Then::Call(_));
-                    match Pin::new(&mut body).poll_frame(cx) {
+                    match Pin::new(body).poll_frame(cx) {
                         Poll::Ready(Some(Ok(frame))) if keep || read.len <= MAX_DRAINED => {
                             if let Ok(data) = frame.into_data() {
                                 read.push(data, keep);
                             }
-                            *this.stage = Stage::Reading { body, read, then };
                         }
                         Poll::Pending => {
-                            *this.stage = Stage::Reading { body, read, then };
                             if expired(this.deadline.as_mut(), cx) {
                                 return Poll::Ready(Ok(exceeded()));
                             }
@@ -207,34 +203,37 @@ impl Future for Answer {
                         }
                         // The end, a broken body (whose call then fails as it reads) or, for a
                         // refusal, enough read.
-                        _ => match then {
-                            Then::Refuse(refusal) => return Poll::Ready(Ok(refusal)),
-                            Then::Call(call) => {
-                                let Call {
-                                    shared,
-                                    connect_info,
-                                    head,
-                                    deadline,
-                                } = call;
-                                let body = RequestBody::complete(read.into_bytes());
-                                let request = http::Request::from_parts(head, body);
-                                match start_call(&shared, connect_info.as_ref(), request, deadline)
-                                {
-                                    Started::Ready((response, _)) => {
-                                        return Poll::Ready(Ok(response));
-                                    }
-                                    Started::Pending(response) => {
-                                        *this.stage = Stage::Calling(response);
-                                    }
+                        _ => {
+                            let Stage::Reading { read, then, .. } =
+                                std::mem::replace(this.stage, Stage::Done)
+                            else {
+                                unreachable!("the stage matched as Reading just above")
+                            };
+                            let call = match then {
+                                Then::Refuse(refusal) => return Poll::Ready(Ok(refusal)),
+                                Then::Call(call) => call,
+                            };
+                            let Call {
+                                shared,
+                                connect_info,
+                                head,
+                                deadline,
+                            } = call;
+                            let body = RequestBody::complete(read.into_bytes());
+                            let request = http::Request::from_parts(head, body);
+                            match start_call(&shared, connect_info.as_ref(), request, deadline) {
+                                Started::Ready((response, _)) => return Poll::Ready(Ok(response)),
+                                Started::Pending(response) => {
+                                    *this.stage = Stage::Calling(response);
                                 }
                             }
-                        },
+                        }
                     }
                 }
-                Stage::Calling(mut response) => {
+                Stage::Calling(response) => {
                     let polled =
-                        panic::catch_unwind(AssertUnwindSafe(|| Pin::new(&mut response).poll(cx)));
-                    match polled {
+                        panic::catch_unwind(AssertUnwindSafe(|| Pin::new(&mut *response).poll(cx)));
+                    let answer = match polled {
                         Ok(Poll::Ready(Ok(response))) => {
                             let late = this
                                 .deadline
@@ -242,18 +241,19 @@ impl Future for Answer {
                                 .get_ref()
                                 .as_ref()
                                 .is_some_and(|deadline| deadline.is_elapsed());
-                            return Poll::Ready(Ok(if late { exceeded() } else { response }));
+                            if late { exceeded() } else { response }
                         }
                         Ok(Poll::Ready(Err(never))) => match never {},
                         Ok(Poll::Pending) => {
-                            *this.stage = Stage::Calling(response);
                             if expired(this.deadline.as_mut(), cx) {
                                 return Poll::Ready(Ok(exceeded()));
                             }
                             return Poll::Pending;
                         }
-                        Err(panic) => return Poll::Ready(Ok(panic_response(panic))),
-                    }
+                        Err(panic) => panic_response(panic),
+                    };
+                    *this.stage = Stage::Done;
+                    return Poll::Ready(Ok(answer));
                 }
                 Stage::Done => panic!("an HTTP/1.1 answer polled after it was given"),
             }
