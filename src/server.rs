@@ -299,7 +299,8 @@ impl Builder {
     /// flight, closed when a ping goes unanswered for 2 s (with
     /// [`http2_keepalive`](Self::http2_keepalive), at its interval and timeout). fastgrpc's
     /// engine also sends the final GOAWAY at 5 s, and closes an idle connection then.
-    /// An HTTP/1.1 connection has no pings: only a grace bounds a request that never ends there.
+    /// An HTTP/1.1 connection has no pings: only a grace bounds a request that never ends there
+    /// (a head that never ends is cut by the [`handshake_timeout`](Self::handshake_timeout)).
     pub fn drain_grace(mut self, grace: Duration) -> Self {
         self.connection.drain_grace = Some(grace);
         self

@@ -81,7 +81,10 @@ impl<M: Future, S: Future> Future for Beside<M, S> {
         if let Poll::Ready(output) = this.main.poll(cx) {
             return Poll::Ready(First::Main(output));
         }
-        if this.signal.woken.swap(false, Ordering::AcqRel) {
+        // A load first: the flag is rarely set, and a swap writes its line at every poll.
+        if this.signal.woken.load(Ordering::Relaxed)
+            && this.signal.woken.swap(false, Ordering::AcqRel)
+        {
             let mut side_cx = Context::from_waker(this.side_waker);
             if let Poll::Ready(output) = this.side.poll(&mut side_cx) {
                 return Poll::Ready(First::Side(output));
@@ -143,6 +146,33 @@ mod tests {
         token.cancel();
         let first = beside.await.unwrap();
         assert!(matches!(first, First::Side(())), "{first:?}");
+    }
+
+    /// The side's waker fired from another thread while the main future keeps its task busy
+    /// (it wakes itself at every poll): the wake is not lost.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_side_woken_from_another_thread_ends_it() {
+        let (send, received) = tokio::sync::oneshot::channel::<&str>();
+        let (side_polled, polled) = std::sync::mpsc::channel();
+        let side = async move {
+            side_polled.send(()).unwrap();
+            received.await.unwrap()
+        };
+        let busy = std::future::poll_fn(|cx| {
+            cx.waker().wake_by_ref();
+            Poll::<()>::Pending
+        });
+        let beside = tokio::spawn(Beside::new(busy, side));
+        let sender = std::thread::spawn(move || {
+            polled.recv().unwrap();
+            send.send("side").unwrap();
+        });
+        let first = tokio::time::timeout(Duration::from_secs(10), beside)
+            .await
+            .expect("the side's wake is not lost")
+            .unwrap();
+        assert!(matches!(first, First::Side("side")), "{first:?}");
+        sender.join().unwrap();
     }
 
     #[tokio::test(start_paused = true)]

@@ -52,9 +52,10 @@ pub(crate) async fn serve<IO>(
             answering: Some(watch.head_read()),
         }
     });
-    // hyper's own header read timeout stays off (`head_timeout.rs` says why).
-    let mut connection =
-        hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(io), service);
+    // hyper's own header read timeout is off (`head_timeout.rs` says why).
+    let mut connection = hyper::server::conn::http1::Builder::new()
+        .header_read_timeout(None)
+        .serve_connection(TokioIo::new(io), service);
     let side = async {
         tokio::select! {
             () = shutdown.cancelled() => Side::Shutdown,
@@ -63,25 +64,34 @@ pub(crate) async fn serve<IO>(
     };
     let result = match Beside::new(&mut connection, side).await {
         First::Main(result) => result,
-        First::Side(Side::Stalled) => {
-            tracing::debug!("HTTP/1.1 connection closed: no request head within the timeout");
-            return;
-        }
+        First::Side(Side::Stalled) => return stalled(),
         First::Side(Side::Shutdown) => {
             // The request in progress finishes first, within the drain grace if one is set, as
-            // over HTTP/2 (an endless reply stream would otherwise hold the shutdown open).
+            // over HTTP/2 (an endless reply stream would otherwise hold the shutdown open). The
+            // head timeout still holds: hyper waits for a head it has begun to read, so a
+            // client sending one slowly would hold the shutdown open too.
             Pin::new(&mut connection).graceful_shutdown();
-            match drain_grace {
-                None => connection.await,
-                Some(grace) => tokio::time::timeout(grace, connection)
-                    .await
-                    .unwrap_or(Ok(())),
+            let drained = async {
+                match drain_grace {
+                    None => connection.await,
+                    Some(grace) => tokio::time::timeout(grace, connection)
+                        .await
+                        .unwrap_or(Ok(())),
+                }
+            };
+            match Beside::new(drained, watch.stalled(header_timeout)).await {
+                First::Main(result) => result,
+                First::Side(()) => return stalled(),
             }
         }
     };
     if let Err(error) = result {
         tracing::debug!(%error, "HTTP/1.1 connection ended with an error");
     }
+}
+
+fn stalled() {
+    tracing::debug!("HTTP/1.1 connection closed: no request head within the timeout");
 }
 
 /// What ends an HTTP/1.1 connection from outside.
@@ -359,5 +369,56 @@ fn answer(
             stage: Stage::Calling(response),
             deadline: sleep,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tokio::io::AsyncWriteExt;
+    use tokio::time::Instant;
+
+    use super::*;
+    use crate::service::{GrpcRouter, Layers};
+    use crate::transport::ServerStats;
+    use crate::transport::config::ConnectionConfig;
+
+    fn shared(handshake_timeout: Duration) -> Arc<Shared> {
+        Arc::new(Shared {
+            service: Layers::default().wrap(GrpcRouter::default()),
+            connection: ConnectionConfig {
+                handshake_timeout,
+                ..ConnectionConfig::default()
+            },
+            default_timeout: None,
+            stats: ServerStats::default(),
+            connect_info: false,
+            #[cfg(feature = "tls")]
+            tls: None,
+        })
+    }
+
+    /// hyper's graceful shutdown waits for a connection's first head once it has begun to read
+    /// it; with no drain grace (the default), only the head timeout ends such a connection.
+    #[tokio::test(start_paused = true)]
+    async fn a_first_head_sent_too_slowly_does_not_hold_a_shutdown_open() {
+        let timeout = Duration::from_secs(10);
+        // A pipe of 8 bytes: once the head's start is written, the server has read most of it.
+        let (mut client, io) = tokio::io::duplex(8);
+        let shutdown = CancellationToken::new();
+        let served = tokio::spawn(serve(io, None, shared(timeout), shutdown.clone()));
+        client
+            .write_all(b"POST /grpc.testing.TestService/UnaryCall HTTP/1.1\r\nhost: x\r\n")
+            .await
+            .unwrap();
+        shutdown.cancel();
+        let began = Instant::now();
+        tokio::time::timeout(10 * timeout, served)
+            .await
+            .expect("the shutdown is not held open")
+            .unwrap();
+        assert!(began.elapsed() <= 2 * timeout, "{:?}", began.elapsed());
+        drop(client);
     }
 }
