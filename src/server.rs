@@ -264,7 +264,8 @@ impl Builder {
     /// Sends GOAWAY on each connection once it is `age` old, give or take a random 10% (so
     /// connections opened together do not all reconnect together), so clients reconnect;
     /// behind an L4 load balancer this spreads load over new replicas (default: connections
-    /// live as long as their clients keep them).
+    /// live as long as their clients keep them). An HTTP/1.1 connection's answer in progress
+    /// then says `connection: close`, and the connection closes after it (at once if idle).
     pub fn max_connection_age(mut self, age: Duration) -> Self {
         self.connection.max_connection_age = Some(age);
         self
@@ -273,6 +274,8 @@ impl Builder {
     /// Sends GOAWAY on a connection that has had no call in progress for `idle`, so clients
     /// that went quiet give their connection's resources back (default: idle connections stay
     /// open; see also [`http2_keepalive`](Self::http2_keepalive) for peers that vanished).
+    /// HTTP/1.1 connections need none: one idle for the
+    /// [`handshake_timeout`](Self::handshake_timeout) is closed.
     pub fn max_connection_idle(mut self, idle: Duration) -> Self {
         self.connection.max_connection_idle = Some(idle);
         self

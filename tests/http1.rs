@@ -265,6 +265,44 @@ async fn an_idle_keep_alive_connection_is_closed_after_one_to_two_timeouts() {
 }
 
 #[tokio::test]
+async fn a_busy_connection_closes_after_its_maximum_age() {
+    let age = Duration::from_millis(300);
+    let (server, _) = server(Server::builder().max_connection_age(age)).await;
+    let mut tcp = TcpStream::connect(server.addr).await.unwrap();
+    let opened = Instant::now();
+    let call = request("POST", "application/proto", &[], &[]);
+    let mut answers = Vec::new();
+    // Calls one after another, until the server closes the connection (bounded).
+    while opened.elapsed() < Duration::from_secs(5) {
+        if tcp.write_all(&call).await.is_err() {
+            break;
+        }
+        match support::http1::read_sized(&mut tcp).await {
+            Some(answer) => answers.push(answer),
+            None => break,
+        }
+        if answers.last().unwrap().header("connection") == Some("close") {
+            break;
+        }
+    }
+    let lived = opened.elapsed();
+    assert!(lived < Duration::from_secs(5), "still open after 5 s");
+    // The age, give or take 10%.
+    assert!(lived >= age * 9 / 10, "{lived:?}");
+    assert!(answers.len() > 1, "{answers:?}");
+    assert!(
+        answers.iter().all(|answer| answer.status == 200),
+        "{answers:?}"
+    );
+    // Closed once the answer in progress went out with `connection: close`, or, if the age
+    // came between calls, at once (the next call then unsent).
+    let mut rest = Vec::new();
+    let closed = tokio::time::timeout(Duration::from_secs(5), tcp.read_to_end(&mut rest)).await;
+    assert!(closed.is_ok(), "closed after the last answer");
+    server.stop().await;
+}
+
+#[tokio::test]
 async fn with_http1_off_every_connection_is_http2() {
     let (server, _) = server(Server::builder().accept_http1(false)).await;
     let mut tcp = TcpStream::connect(server.addr).await.unwrap();

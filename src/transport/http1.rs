@@ -24,9 +24,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::Shared;
 use super::beside::{Beside, First};
+use super::config::jittered;
 use super::connect_info::ConnectInfo;
 use super::head_timeout::{Answering, HeadWatch, Watched};
-use super::{Started, panic_response, start_call};
+use super::{Started, panic_response, sleep_for, start_call};
 use crate::body::{RequestBody, ResponseBody};
 use crate::deadline::{self, Deadline};
 use crate::handler::ResponseFuture;
@@ -44,6 +45,7 @@ pub(crate) async fn serve<IO>(
 {
     let header_timeout = shared.connection.handshake_timeout;
     let drain_grace = shared.connection.drain_grace;
+    let age = shared.connection.max_connection_age.map(jittered);
     let watch = Arc::new(HeadWatch::default());
     let service = hyper::service::service_fn({
         let watch = Arc::clone(&watch);
@@ -58,16 +60,19 @@ pub(crate) async fn serve<IO>(
         .serve_connection(TokioIo::new(io), service);
     let side = async {
         tokio::select! {
-            () = shutdown.cancelled() => Side::Shutdown,
+            () = shutdown.cancelled() => Side::Drain("the server is shutting down"),
+            () = sleep_for(age) => Side::Drain("the connection reached its maximum age"),
             () = watch.stalled(header_timeout) => Side::Stalled,
         }
     };
     let result = match Beside::new(&mut connection, side).await {
         First::Main(result) => result,
         First::Side(Side::Stalled) => return stalled(),
-        First::Side(Side::Shutdown) => {
-            // The request in progress finishes first, within the drain grace if one is set, as
-            // over HTTP/2 (an endless reply stream would otherwise hold the shutdown open). The
+        First::Side(Side::Drain(reason)) => {
+            tracing::debug!(reason, "draining the HTTP/1.1 connection");
+            // The request in progress finishes first (its answer says `connection: close`),
+            // within the drain grace if one is set, as over HTTP/2 (an endless reply stream
+            // would otherwise hold the shutdown open); an idle connection closes at once. The
             // head timeout still holds: hyper waits for a head it has begun to read, so a
             // client sending one slowly would hold the shutdown open too.
             Pin::new(&mut connection).graceful_shutdown();
@@ -94,9 +99,10 @@ fn stalled() {
     tracing::debug!("HTTP/1.1 connection closed: no request head within the timeout");
 }
 
-/// What ends an HTTP/1.1 connection from outside.
+/// What ends an HTTP/1.1 connection from outside: a drain (the server shuts down, or the
+/// connection reached its maximum age), or the head timeout.
 enum Side {
-    Shutdown,
+    Drain(&'static str),
     Stalled,
 }
 

@@ -117,3 +117,35 @@ pub async fn exchange(addr: SocketAddr, bytes: &[u8]) -> Vec<u8> {
         .unwrap();
     raw
 }
+
+/// Reads one sized response (one with a `content-length`) from `tcp`, on a connection where
+/// no other response follows it unasked; `None` if the server closes (or resets) the connection
+/// first. Bounded: 10 s.
+pub async fn read_sized(tcp: &mut TcpStream) -> Option<Http1Response> {
+    let mut raw = Vec::new();
+    let mut chunk = [0; 4096];
+    loop {
+        if let Some(end) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&raw[..end]).to_ascii_lowercase();
+            let len: usize = head
+                .lines()
+                .find_map(|line| line.strip_prefix("content-length:"))
+                .expect("a sized response")
+                .trim()
+                .parse()
+                .unwrap();
+            if raw.len() >= end + 4 + len {
+                assert_eq!(raw.len(), end + 4 + len, "bytes after the response");
+                return responses(&raw).pop();
+            }
+        }
+        let read = tokio::time::timeout(Duration::from_secs(10), tcp.read(&mut chunk))
+            .await
+            .expect("a response or the close within 10 s");
+        match read {
+            Ok(0) | Err(_) if raw.is_empty() => return None,
+            Ok(0) | Err(_) => panic!("closed inside a response: {raw:?}"),
+            Ok(n) => raw.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
