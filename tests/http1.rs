@@ -289,7 +289,7 @@ async fn a_busy_connection_closes_after_its_maximum_age() {
     assert!(lived < Duration::from_secs(5), "still open after 5 s");
     // The age, give or take 10%.
     assert!(lived >= age * 9 / 10, "{lived:?}");
-    assert!(answers.len() > 1, "{answers:?}");
+    assert!(!answers.is_empty(), "no call answered in {lived:?}");
     assert!(
         answers.iter().all(|answer| answer.status == 200),
         "{answers:?}"
