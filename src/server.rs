@@ -230,7 +230,8 @@ impl Builder {
     /// How long a new connection may take to send the HTTP/2 preface and settings
     /// (default 10 s); a connection that sends nothing is closed after it. Over HTTP/1.1 it
     /// also bounds the wait for each request's head: a connection with no answer in progress
-    /// that sends no whole head for this long is closed (within twice the time).
+    /// that reads no head, finishes no answer and writes nothing for this long is closed
+    /// (within twice the time), while it drains too.
     pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
         self.connection.handshake_timeout = timeout;
         self
@@ -264,8 +265,11 @@ impl Builder {
     /// Sends GOAWAY on each connection once it is `age` old, give or take a random 10% (so
     /// connections opened together do not all reconnect together), so clients reconnect;
     /// behind an L4 load balancer this spreads load over new replicas (default: connections
-    /// live as long as their clients keep them). An HTTP/1.1 connection's answer in progress
-    /// then says `connection: close`, and the connection closes after it (at once if idle).
+    /// live as long as their clients keep them). HTTP/1.1 has no GOAWAY: an HTTP/1.1
+    /// connection closes after its answer in progress (bounded by the
+    /// [`drain_grace`](Self::drain_grace)), or, if it has none, after its next answer, so that
+    /// no request already on its way is lost; such an answer says `connection: close` unless
+    /// its head went out first (a reply stream).
     pub fn max_connection_age(mut self, age: Duration) -> Self {
         self.connection.max_connection_age = Some(age);
         self
@@ -274,8 +278,8 @@ impl Builder {
     /// Sends GOAWAY on a connection that has had no call in progress for `idle`, so clients
     /// that went quiet give their connection's resources back (default: idle connections stay
     /// open; see also [`http2_keepalive`](Self::http2_keepalive) for peers that vanished).
-    /// HTTP/1.1 connections need none: one idle for the
-    /// [`handshake_timeout`](Self::handshake_timeout) is closed.
+    /// HTTP/1.1 connections ignore it: one that reads no head for one to two
+    /// [`handshake_timeout`](Self::handshake_timeout)s is closed anyway.
     pub fn max_connection_idle(mut self, idle: Duration) -> Self {
         self.connection.max_connection_idle = Some(idle);
         self
@@ -294,7 +298,9 @@ impl Builder {
     }
 
     /// After GOAWAY (for age, idleness or shutdown), how long calls in flight may go on before their
-    /// connection is closed (default: as long as they take, while the peer answers pings).
+    /// connection is closed (default: as long as they take, while the peer answers pings). It
+    /// bounds an HTTP/1.1 connection's answer in progress at shutdown or at its maximum age
+    /// alike.
     ///
     /// Without a grace a drain is still bounded for peers that are gone: an HTTP/2 connection
     /// with no call in flight closes once the peer acknowledges the shutdown PING; from 5 s

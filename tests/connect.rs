@@ -1106,3 +1106,25 @@ async fn answers_slower_than_the_http1_head_timeout_are_given_whole() {
     assert_eq!(response.status, 504, "{response:?}");
     server.stop().await;
 }
+
+/// A reply stream that outlasts the connection's maximum age over HTTP/1.1 is given whole, and
+/// the connection closes after it.
+#[tokio::test]
+async fn a_reply_stream_across_the_http1_maximum_age_is_given_whole() {
+    let server = server(Server::builder().max_connection_age(Duration::from_millis(200))).await;
+    // Kept alive: the server closes the connection, after the stream.
+    let request = support::http1::request(
+        "POST",
+        SERVER_STREAM,
+        "application/connect+proto",
+        &[],
+        &frame(&asking(&[4, 4, 4], 300_000).encode_to_vec()),
+    );
+    let raw = support::http1::exchange(server.addr, &request).await;
+    let response = support::http1::responses(&raw).remove(0);
+    assert_eq!(response.status, 200, "{response:?}");
+    let envelopes = support::web::frames(&response.body);
+    assert_eq!(envelopes.len(), 4, "{envelopes:?}");
+    assert_eq!(envelopes[3].0, 0x02);
+    server.stop().await;
+}

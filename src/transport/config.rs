@@ -1,6 +1,7 @@
 //! How the server treats each connection: the HTTP/2 settings it announces and the limits on a
 //! connection's life (handshake, keepalive, age, shutdown grace).
 
+use std::future::Future;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -117,20 +118,55 @@ pub(crate) const DRAIN_PROBE: Keepalive = Keepalive {
     timeout: Duration::from_secs(2),
 };
 
+/// Why a connection must drain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DrainReason {
+    Shutdown,
+    Age,
+    Idle,
+}
+
+impl DrainReason {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            DrainReason::Shutdown => "the server is shutting down",
+            DrainReason::Age => "the connection reached its maximum age",
+            DrainReason::Idle => "the connection was idle for too long",
+        }
+    }
+}
+
 /// Why a connection must drain, once it must: the server shuts down, the connection reached
-/// its maximum age, or it was idle for too long. Never completes while none of those happens.
+/// its maximum age, or (if its `activity` is followed) it was idle for too long. Never
+/// completes while none of those happens.
 pub(crate) async fn drain_reason(
     config: &ConnectionConfig,
-    activity: &Activity,
+    activity: Option<&Activity>,
     shutdown: &CancellationToken,
-) -> &'static str {
-    tokio::select! {
-        () = shutdown.cancelled() => "the server is shutting down",
-        () = sleep_for(config.max_connection_age.map(jittered)) => {
-            "the connection reached its maximum age"
+) -> DrainReason {
+    let idle = async {
+        match activity {
+            Some(activity) => activity.idle_for(config.max_connection_idle).await,
+            None => std::future::pending().await,
         }
-        () = activity.idle_for(config.max_connection_idle) => {
-            "the connection was idle for too long"
+    };
+    tokio::select! {
+        () = shutdown.cancelled() => DrainReason::Shutdown,
+        () = sleep_for(config.max_connection_age.map(jittered)) => DrainReason::Age,
+        () = idle => DrainReason::Idle,
+    }
+}
+
+/// `drain`, within `grace` if there is one; `None` (logged) if the grace ran out first.
+pub(crate) async fn within_grace<F: Future>(
+    grace: Option<Duration>,
+    drain: F,
+) -> Option<F::Output> {
+    tokio::select! {
+        output = drain => Some(output),
+        () = sleep_for(grace) => {
+            tracing::debug!("drain grace over; closing the connection with calls in flight");
+            None
         }
     }
 }

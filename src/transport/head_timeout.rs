@@ -7,26 +7,34 @@
 //! (`docs/BENCHMARKS.md`). Here a request costs two atomic additions to the count and an `Arc`
 //! clone (its guard's); one timer per connection looks at the count once a period.
 //!
-//! The rule it keeps: a connection with no answer in progress that has read no head and
-//! finished no answer for a whole period is cut off. A client that sends its head too slowly,
-//! or an idle keep-alive connection, is closed one to two periods after it last did anything.
+//! The rule it keeps: a connection with no answer in progress that has read no head, finished
+//! no answer and written nothing for a whole period is cut off. A client that sends its head
+//! too slowly, or an idle keep-alive connection, is closed one to two periods after it last did
+//! anything; a reply still going out to a slow reader is not a stall (its writes count).
+//!
+//! The same watch carries one more bit the connection's task and its answers share: whether
+//! the connection closes after its next answer (its maximum age passed while it was idle).
 
+use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// One connection's heads read and answers in progress.
 #[derive(Debug, Default)]
 pub(super) struct HeadWatch {
     /// Low 32 bits: answers in progress. High 32 bits: events (a head read, an answer
-    /// finished), wrapping; only their change is read.
+    /// finished, bytes written), wrapping; only their change is read.
     state: AtomicU64,
+    /// Set when the connection is to close after its next answer.
+    closing: AtomicBool,
 }
 
 /// Adds one to the events.
@@ -42,8 +50,23 @@ impl HeadWatch {
         }
     }
 
-    /// Completes once a whole `period` passed with no answer in progress, no head read and no
-    /// answer finished.
+    /// Whether an answer is in progress: hyper has read its head and not yet dropped its body.
+    pub(super) fn answering(&self) -> bool {
+        self.state.load(Ordering::Relaxed) as u32 > 0
+    }
+
+    /// From now on, the next answer closes the connection.
+    pub(super) fn close_after_next_answer(&self) {
+        self.closing.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether answers close the connection.
+    pub(super) fn closing(&self) -> bool {
+        self.closing.load(Ordering::Relaxed)
+    }
+
+    /// Completes once a whole `period` passed with no answer in progress, no head read, no
+    /// answer finished and nothing written.
     pub(super) async fn stalled(&self, period: Duration) {
         let mut seen = self.state.load(Ordering::Relaxed);
         loop {
@@ -61,6 +84,12 @@ impl HeadWatch {
 #[derive(Debug)]
 pub(super) struct Answering {
     watch: Arc<HeadWatch>,
+}
+
+impl Answering {
+    pub(super) fn watch(&self) -> &HeadWatch {
+        &self.watch
+    }
 }
 
 impl Drop for Answering {
@@ -106,6 +135,69 @@ impl<B: Body<Data = Bytes>> Body for Watched<B> {
     #[inline]
     fn size_hint(&self) -> SizeHint {
         self.body.size_hint()
+    }
+}
+
+/// A connection's socket whose writes count as activity on its watch.
+#[derive(Debug)]
+pub(super) struct Written<IO> {
+    io: IO,
+    watch: Arc<HeadWatch>,
+}
+
+impl<IO> Written<IO> {
+    pub(super) fn new(io: IO, watch: Arc<HeadWatch>) -> Self {
+        Written { io, watch }
+    }
+
+    fn count(&self, written: &Poll<io::Result<usize>>) {
+        if matches!(written, Poll::Ready(Ok(n)) if *n > 0) {
+            self.watch.state.fetch_add(EVENT, Ordering::Relaxed);
+        }
+    }
+}
+
+impl<IO: AsyncRead + Unpin> AsyncRead for Written<IO> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl<IO: AsyncWrite + Unpin> AsyncWrite for Written<IO> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let written = Pin::new(&mut self.io).poll_write(cx, buf);
+        self.count(&written);
+        written
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let written = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
+        self.count(&written);
+        written
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
     }
 }
 
@@ -158,6 +250,34 @@ mod tests {
             assert!(!stalled.is_finished());
         }
         // Then nothing: cut off one to two periods after the last head.
+        let last = tokio::time::Instant::now();
+        stalled.await.unwrap();
+        let waited = last.elapsed();
+        assert!(waited >= period && waited <= 2 * period, "{waited:?}");
+    }
+
+    /// A reply going out slowly (its body given to hyper whole, so no answer is in progress)
+    /// is not a stall while its writes go on.
+    #[tokio::test(start_paused = true)]
+    async fn writes_keep_a_connection_from_stalling() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+        let watch = Arc::new(HeadWatch::default());
+        let period = Duration::from_secs(10);
+        let (ours, mut theirs) = tokio::io::duplex(64);
+        let mut written = Written::new(ours, Arc::clone(&watch));
+        let stalled = tokio::spawn({
+            let watch = Arc::clone(&watch);
+            async move { watch.stalled(period).await }
+        });
+        let mut scratch = [0; 15];
+        for _ in 0..10 {
+            tokio::time::sleep(Duration::from_secs(7)).await;
+            written.write_all(b"some of a reply").await.unwrap();
+            theirs.read_exact(&mut scratch).await.unwrap();
+            assert!(!stalled.is_finished());
+        }
+        // Then nothing more: a stall, one to two periods after the last write.
         let last = tokio::time::Instant::now();
         stalled.await.unwrap();
         let waited = last.elapsed();

@@ -9,7 +9,7 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::panic::{self, AssertUnwindSafe};
-use std::pin::Pin;
+use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -24,17 +24,18 @@ use tokio_util::sync::CancellationToken;
 
 use super::Shared;
 use super::beside::{Beside, First};
-use super::config::jittered;
 use super::connect_info::ConnectInfo;
-use super::head_timeout::{Answering, HeadWatch, Watched};
-use super::{Started, panic_response, sleep_for, start_call};
+use super::head_timeout::{Answering, HeadWatch, Watched, Written};
+use super::{DrainReason, Started, drain_reason, panic_response, start_call, within_grace};
 use crate::body::{RequestBody, ResponseBody};
 use crate::deadline::{self, Deadline};
 use crate::handler::ResponseFuture;
 use crate::protocol::{Protocol, Wire};
 
-/// Serves `io` over HTTP/1.1 until the peer closes it, or, once `shutdown` fires, until the
-/// request in progress (if any) is answered or the drain grace runs out.
+/// Serves `io` over HTTP/1.1 until the peer closes it, the head timeout ends it
+/// (`head_timeout.rs`), or it drains: once `shutdown` fires or the connection reaches its
+/// maximum age, the answer in progress (if any) goes out, within the drain grace if one is set,
+/// and the connection closes.
 pub(crate) async fn serve<IO>(
     io: IO,
     connect_info: Option<ConnectInfo>,
@@ -45,10 +46,11 @@ pub(crate) async fn serve<IO>(
 {
     let header_timeout = shared.connection.handshake_timeout;
     let drain_grace = shared.connection.drain_grace;
-    let age = shared.connection.max_connection_age.map(jittered);
     let watch = Arc::new(HeadWatch::default());
+    let io = Written::new(io, Arc::clone(&watch));
     let service = hyper::service::service_fn({
         let watch = Arc::clone(&watch);
+        let shared = Arc::clone(&shared);
         move |request| Watching {
             answer: answer(&shared, connect_info.as_ref(), request),
             answering: Some(watch.head_read()),
@@ -58,51 +60,65 @@ pub(crate) async fn serve<IO>(
     let mut connection = hyper::server::conn::http1::Builder::new()
         .header_read_timeout(None)
         .serve_connection(TokioIo::new(io), service);
-    let side = async {
+    // One head timeout for the connection's whole life, its drain included: hyper's graceful
+    // shutdown waits for a first head it has begun to read, so a client sending one slowly
+    // would otherwise hold a shutdown open.
+    let mut stalled = pin!(watch.stalled(header_timeout));
+    let serving = async {
         tokio::select! {
-            () = shutdown.cancelled() => Side::Drain("the server is shutting down"),
-            () = sleep_for(age) => Side::Drain("the connection reached its maximum age"),
-            () = watch.stalled(header_timeout) => Side::Stalled,
+            reason = drain_reason(&shared.connection, None, &shutdown) => Side::Drain(reason),
+            () = stalled.as_mut() => Side::Stalled,
         }
     };
-    let result = match Beside::new(&mut connection, side).await {
-        First::Main(result) => result,
-        First::Side(Side::Stalled) => return stalled(),
-        First::Side(Side::Drain(reason)) => {
-            tracing::debug!(reason, "draining the HTTP/1.1 connection");
-            // The request in progress finishes first (its answer says `connection: close`),
-            // within the drain grace if one is set, as over HTTP/2 (an endless reply stream
-            // would otherwise hold the shutdown open); an idle connection closes at once. The
-            // head timeout still holds: hyper waits for a head it has begun to read, so a
-            // client sending one slowly would hold the shutdown open too.
-            Pin::new(&mut connection).graceful_shutdown();
-            let drained = async {
-                match drain_grace {
-                    None => connection.await,
-                    Some(grace) => tokio::time::timeout(grace, connection)
-                        .await
-                        .unwrap_or(Ok(())),
-                }
-            };
-            match Beside::new(drained, watch.stalled(header_timeout)).await {
-                First::Main(result) => result,
-                First::Side(()) => return stalled(),
+    let mut reason = match Beside::new(&mut connection, serving).await {
+        First::Main(result) => return log_end(result),
+        First::Side(Side::Stalled) => return log_stalled(),
+        First::Side(Side::Drain(reason)) => reason,
+    };
+    if reason == DrainReason::Age && !watch.answering() {
+        // Idle: closing now could lose a request already on its way (HTTP/1.1 has no GOAWAY to
+        // say which requests were taken). The next answer closes the connection instead, with
+        // `connection: close`, as nginx's `keepalive_time` does; until then the head timeout
+        // or a shutdown ends it.
+        watch.close_after_next_answer();
+        let waiting = async {
+            tokio::select! {
+                () = shutdown.cancelled() => Side::Drain(DrainReason::Shutdown),
+                () = stalled.as_mut() => Side::Stalled,
             }
-        }
-    };
+        };
+        reason = match Beside::new(&mut connection, waiting).await {
+            First::Main(result) => return log_end(result),
+            First::Side(Side::Stalled) => return log_stalled(),
+            First::Side(Side::Drain(reason)) => reason,
+        };
+    }
+    // The answer in progress goes out first (with `connection: close` if its head has not),
+    // within the drain grace if one is set, as over HTTP/2 (an endless reply stream would
+    // otherwise hold the shutdown open); an idle connection closes at once.
+    tracing::debug!(reason = reason.as_str(), "draining the HTTP/1.1 connection");
+    Pin::new(&mut connection).graceful_shutdown();
+    match Beside::new(within_grace(drain_grace, connection), stalled).await {
+        First::Main(Some(result)) => log_end(result),
+        First::Main(None) => {}
+        First::Side(()) => log_stalled(),
+    }
+}
+
+fn log_end(result: hyper::Result<()>) {
     if let Err(error) = result {
         tracing::debug!(%error, "HTTP/1.1 connection ended with an error");
     }
 }
 
-fn stalled() {
+fn log_stalled() {
     tracing::debug!("HTTP/1.1 connection closed: no request head within the timeout");
 }
 
 /// What ends an HTTP/1.1 connection from outside: a drain (the server shuts down, or the
 /// connection reached its maximum age), or the head timeout.
 enum Side {
-    Drain(&'static str),
+    Drain(DrainReason),
     Stalled,
 }
 
@@ -292,11 +308,17 @@ impl Future for Watching {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let Ok(response) = std::task::ready!(this.answer.poll(cx));
+        let Ok(mut response) = std::task::ready!(this.answer.poll(cx));
         let answering = this
             .answering
             .take()
             .expect("an HTTP/1.1 answer polled after it was given");
+        if answering.watch().closing() {
+            response.headers_mut().insert(
+                http::header::CONNECTION,
+                http::HeaderValue::from_static("close"),
+            );
+        }
         Poll::Ready(Ok(response.map(|body| Watched::new(body, answering))))
     }
 }

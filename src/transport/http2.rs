@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Shared;
 use super::beside::{Beside, First};
-use super::{Activity, ConnectInfo, Started, drain_reason, finish_call, start_call};
+use super::{Activity, ConnectInfo, Started, drain_reason, finish_call, start_call, within_grace};
 use crate::body::{RequestBody, ResponseBody};
 use crate::deadline::{self, Deadline};
 use crate::handler::{Panic, ResponseFuture, clock, panic_status};
@@ -45,7 +45,7 @@ pub(crate) async fn serve<IO>(
     };
     let config = shared.connection.engine();
     let mut conn = Connection::new(io, config, calls, handshake_deadline);
-    let drain = drain_reason(&shared.connection, &activity, &shutdown);
+    let drain = drain_reason(&shared.connection, Some(&activity), &shutdown);
     let reason = match Beside::new(poll_fn(|cx| conn.poll(cx)), drain).await {
         First::Main(ended) => return log_end(ended),
         First::Side(reason) => reason,
@@ -53,14 +53,11 @@ pub(crate) async fn serve<IO>(
     if !conn.handshake_done() {
         return;
     }
-    tracing::debug!(reason, "draining the connection");
+    tracing::debug!(reason = reason.as_str(), "draining the connection");
     conn.graceful_shutdown();
-    let grace = shared.connection.drain_grace;
-    tokio::select! {
-        ended = poll_fn(|cx| conn.poll(cx)) => log_end(ended),
-        () = super::sleep_for(grace) => {
-            tracing::debug!("drain grace over; closing the connection with calls in flight");
-        }
+    let drained = poll_fn(|cx| conn.poll(cx));
+    if let Some(ended) = within_grace(shared.connection.drain_grace, drained).await {
+        log_end(ended);
     }
 }
 

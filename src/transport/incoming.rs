@@ -243,7 +243,12 @@ async fn http<IO>(
         Ok(Some((Protocol::Http2, io))) => {
             http2(io, info, handshake_deadline, shared, shutdown).await;
         }
-        Ok(Some((Protocol::Http1, io))) => http1::serve(io, info, shared, shutdown).await,
+        Ok(Some((Protocol::Http1, io))) => {
+            // Closed through it too: an answer saying `connection: close` is not lost to a RST
+            // when the client has already sent more.
+            let io = super::linger::LingeringClose::new(io);
+            http1::serve(io, info, shared, shutdown).await;
+        }
         Ok(None) => {}
         Err(_) => tracing::debug!("the connection sent nothing telling its protocol in time"),
     }

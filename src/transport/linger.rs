@@ -1,4 +1,4 @@
-//! [`LingeringClose`]: an HTTP/2 connection's socket, closed as a server must close a
+//! [`LingeringClose`]: a connection's socket, closed as a server must close a
 //! connection whose peer may still be writing to it.
 //!
 //! Closing a socket with unread data makes the kernel answer RST, and a kernel that receives
@@ -6,8 +6,9 @@
 //! goes on opening streams after our GOAWAY (HAProxy does) then loses a reply's trailers; the
 //! live test (`deploy/live/`) saw it on both engines. So shutting the socket down half-closes
 //! it (FIN, after TLS's close_notify), then reads and drops whatever the peer still sends until
-//! it closes too, for at most [`LINGER`]. Both HTTP/2 engines close through it: fastgrpc's on
-//! a graceful end, h2 whenever its connection finishes.
+//! it closes too, for at most [`LINGER`]. HTTP/2 connections close through it on a graceful
+//! end, and HTTP/1.1 connections when hyper ends one (after an answer that said
+//! `connection: close`, say).
 
 use std::future::Future;
 use std::io;
