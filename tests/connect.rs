@@ -1074,20 +1074,8 @@ async fn an_interceptor_s_refusal_is_a_connect_error() {
 #[tokio::test]
 async fn answers_slower_than_the_http1_head_timeout_are_given_whole() {
     let server = server(Server::builder().handshake_timeout(Duration::from_millis(200))).await;
-    // Three replies 300 ms apart: the stream outlasts two timeouts.
-    let request = support::http1::request(
-        "POST",
-        SERVER_STREAM,
-        "application/connect+proto",
-        &[("connection", "close")],
-        &frame(&asking(&[4, 4, 4], 300_000).encode_to_vec()),
-    );
-    let raw = support::http1::exchange(server.addr, &request).await;
-    let response = support::http1::responses(&raw).remove(0);
-    assert_eq!(response.status, 200, "{response:?}");
-    let envelopes = support::web::frames(&response.body);
-    assert_eq!(envelopes.len(), 4, "{envelopes:?}");
-    assert_eq!(envelopes[3].0, 0x02);
+    // The stream outlasts two timeouts.
+    a_slow_stream_is_given_whole_over_http1(&server, &[("connection", "close")]).await;
 
     // A handler that never answers, stopped by its 700 ms deadline: answered, not cut off.
     let request = support::http1::request(
@@ -1113,11 +1101,18 @@ async fn answers_slower_than_the_http1_head_timeout_are_given_whole() {
 async fn a_reply_stream_across_the_http1_maximum_age_is_given_whole() {
     let server = server(Server::builder().max_connection_age(Duration::from_millis(200))).await;
     // Kept alive: the server closes the connection, after the stream.
+    a_slow_stream_is_given_whole_over_http1(&server, &[]).await;
+    server.stop().await;
+}
+
+/// Asks `server` over HTTP/1.1, with the `extra` headers, for three replies 300 ms apart, and
+/// checks they all came, then the end of the stream, before the connection closed.
+async fn a_slow_stream_is_given_whole_over_http1(server: &TestServer, extra: &[(&str, &str)]) {
     let request = support::http1::request(
         "POST",
         SERVER_STREAM,
         "application/connect+proto",
-        &[],
+        extra,
         &frame(&asking(&[4, 4, 4], 300_000).encode_to_vec()),
     );
     let raw = support::http1::exchange(server.addr, &request).await;
@@ -1126,5 +1121,4 @@ async fn a_reply_stream_across_the_http1_maximum_age_is_given_whole() {
     let envelopes = support::web::frames(&response.body);
     assert_eq!(envelopes.len(), 4, "{envelopes:?}");
     assert_eq!(envelopes[3].0, 0x02);
-    server.stop().await;
 }

@@ -286,17 +286,8 @@ async fn an_answer_in_progress_at_the_maximum_age_closes_the_connection_after_it
     let mut tcp = TcpStream::connect(server.addr).await.unwrap();
     tcp.write_all(&connect_call(true)).await.unwrap();
     // The age passes while the call waits for its 600 ms deadline.
-    let answer = support::http1::read_sized(&mut tcp)
-        .await
-        .expect("the call is answered");
+    let answer = last_answer(&mut tcp).await;
     assert_eq!(answer.status, 504, "{answer:?}");
-    assert_eq!(answer.header("connection"), Some("close"), "{answer:?}");
-    let mut rest = Vec::new();
-    let closed = tokio::time::timeout(Duration::from_secs(5), tcp.read_to_end(&mut rest)).await;
-    assert!(
-        matches!(closed, Ok(Ok(0))),
-        "closed cleanly after it: {closed:?}"
-    );
     server.stop().await;
 }
 
@@ -314,18 +305,25 @@ async fn an_idle_connection_past_its_maximum_age_closes_after_its_next_answer() 
     // Idle past the age (give or take its 10%): what is tested is time passing.
     tokio::time::sleep((age * 2).saturating_sub(opened.elapsed())).await;
     tcp.write_all(&connect_call(false)).await.unwrap();
-    let next = support::http1::read_sized(&mut tcp)
-        .await
-        .expect("the next call is answered, not lost");
+    let next = last_answer(&mut tcp).await;
     assert_eq!(next.status, 200, "{next:?}");
-    assert_eq!(next.header("connection"), Some("close"), "{next:?}");
+    server.stop().await;
+}
+
+/// The answer `tcp` reads next, which must say `connection: close` and be followed by a clean
+/// close.
+async fn last_answer(tcp: &mut TcpStream) -> Http1Response {
+    let answer = support::http1::read_sized(tcp)
+        .await
+        .expect("the call is answered, not lost");
+    assert_eq!(answer.header("connection"), Some("close"), "{answer:?}");
     let mut rest = Vec::new();
     let closed = tokio::time::timeout(Duration::from_secs(5), tcp.read_to_end(&mut rest)).await;
     assert!(
         matches!(closed, Ok(Ok(0))),
         "closed cleanly after it: {closed:?}"
     );
-    server.stop().await;
+    answer
 }
 
 #[tokio::test]
