@@ -17,7 +17,8 @@
 #   bash benches/e2e.sh web        # gRPC-Web unary over HTTP/2 and HTTP/1.1 (h2load --h1),
 #                                  # against tonic with tonic-web and accept_http1
 #   bash benches/e2e.sh connect    # Connect unary (proto and JSON over h2c, proto over HTTP/1.1)
-#                                  # against connectrpc 0.9.1, beside fastgrpc's gRPC unary
+#                                  # against connectrpc 0.9.1, beside fastgrpc's gRPC unary;
+#                                  # plain hyper (hyper_floor_server) as the HTTP/1.1 floor
 #   bash benches/e2e.sh metrics    # light unary with gRFC A66 metrics on and off, and tonic
 #   bash benches/e2e.sh large      # unary calls of 1 MiB each way, one connection x 4 streams
 #   bash benches/e2e.sh clientstream  # client streaming: 1,000 messages of 100 bytes a call,
@@ -56,7 +57,7 @@ printf '\x00\x00\x00\x00\x07\x0a\x05world' > "$body"
 command -v h2load >/dev/null || { echo "h2load missing: apt-get install nghttp2-client" >&2; exit 1; }
 cargo build --release --quiet --example greeter_server --example tonic_greeter_server \
   --example interop_server --example tonic_streaming_server \
-  --example load_probe --example connectrpc_greeter_server
+  --example load_probe --example connectrpc_greeter_server --example hyper_floor_server
 
 fastgrpc=(target/release/examples/greeter_server --addr "127.0.0.1:$port")
 tonic=(target/release/examples/tonic_greeter_server --addr "127.0.0.1:$port")
@@ -383,6 +384,7 @@ case "${1:-}" in
     # send); fastgrpc against connectrpc 0.9.1 (the Connect project's Rust server), and
     # fastgrpc's own gRPC unary at 4x16 beside them.
     connectrpc=(target/release/examples/connectrpc_greeter_server --addr "127.0.0.1:$port")
+    floor=(target/release/examples/hyper_floor_server --addr "127.0.0.1:$port")
     for round in $(seq "$rounds"); do
       printf '\x00\x00\x00\x00\x07\x0a\x05world' > "$body"
       request_args=(-H 'content-type: application/grpc' -H 'te: trailers')
@@ -399,6 +401,10 @@ case "${1:-}" in
         request_args=(-H 'content-type: application/proto' --h1)
         run "$server connect-proto-h1 16x1 (round $round)" 100000 16 1 0 -- "${command[@]}" --workers 1
       done
+      # The floor of shape 3: plain hyper reading, decoding, encoding and answering, with
+      # nothing of a framework (examples/hyper_floor_server.rs).
+      run "hyper-floor connect-proto-h1 16x1 (round $round)" 100000 16 1 0 -- \
+        "${floor[@]}" --workers 1
     done
     echo "against fastgrpc's gRPC unary:"
     REFERENCE="fastgrpc grpc" medians

@@ -10,7 +10,8 @@
 #                                            # tonic_streaming_server
 #   bash benches/instructions.sh connect-h1  # SayHello as Connect `application/proto` over
 #                                            # HTTP/1.1, one at a time: greeter_server and
-#                                            # connectrpc_greeter_server
+#                                            # connectrpc_greeter_server, and plain hyper
+#                                            # (hyper_floor_server) as the floor
 #
 # Loopback only; every run is bounded by a request count and a `timeout`.
 set -euo pipefail
@@ -19,7 +20,7 @@ cd "$(dirname "$0")/.."
 command -v valgrind >/dev/null || { echo "valgrind missing: apt-get install valgrind" >&2; exit 1; }
 command -v h2load >/dev/null || { echo "h2load missing: apt-get install nghttp2-client" >&2; exit 1; }
 cargo build --release --quiet --example greeter_server --example interop_server \
-  --example tonic_streaming_server --example connectrpc_greeter_server
+  --example tonic_streaming_server --example connectrpc_greeter_server --example hyper_floor_server
 
 port=${PORT:-50071}
 work=$(mktemp -d)
@@ -82,6 +83,8 @@ case "${1:-unary}" in
     per fastgrpc call 3000 13000 1 1 /helloworld.Greeter/SayHello -- \
       target/release/examples/greeter_server --addr "127.0.0.1:$port" --workers 1
     per connectrpc call 3000 13000 1 1 /helloworld.Greeter/SayHello -- \
-      target/release/examples/connectrpc_greeter_server --addr "127.0.0.1:$port" --workers 1 ;;
+      target/release/examples/connectrpc_greeter_server --addr "127.0.0.1:$port" --workers 1
+    per hyper-floor call 3000 13000 1 1 /helloworld.Greeter/SayHello -- \
+      target/release/examples/hyper_floor_server --addr "127.0.0.1:$port" --workers 1 ;;
   *) echo "usage: bash benches/instructions.sh [unary|streaming|connect-h1]" >&2; exit 2 ;;
 esac
