@@ -5,6 +5,9 @@
 
 use std::sync::Arc;
 
+#[path = "support/peer.rs"]
+mod peer;
+
 /// connectrpc-build's output, as it generates it (its server types have no `Debug`).
 #[allow(missing_debug_implementations)]
 pub mod proto {
@@ -32,24 +35,8 @@ impl Greeter for MyGreeter {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut addr: std::net::SocketAddr = "127.0.0.1:50051".parse()?;
-    let mut workers = None;
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let mut value = || args.next().ok_or(format!("{arg} needs a value"));
-        match arg.as_str() {
-            "--addr" => addr = value()?.parse()?,
-            "--workers" => workers = Some(value()?.parse::<usize>()?),
-            other => return Err(format!("unknown argument {other}").into()),
-        }
-    }
-    let mut runtime = tokio::runtime::Builder::new_multi_thread();
-    if let Some(workers) = workers {
-        runtime.worker_threads(workers);
-    }
+    let (addr, runtime) = peer::runtime_from_args("127.0.0.1:50051")?;
     runtime
-        .enable_all()
-        .build()?
         .block_on(async move {
             let router = Router::new().add_service(Arc::new(MyGreeter));
             // Ctrl-C (the benchmark's SIGINT) stops it at once: its own graceful shutdown waits

@@ -8,6 +8,9 @@
 
 use std::convert::Infallible;
 
+#[path = "support/peer.rs"]
+mod peer;
+
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
@@ -45,22 +48,8 @@ fn answer(status: http::StatusCode, body: Bytes) -> http::Response<Full<Bytes>> 
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut addr: std::net::SocketAddr = "127.0.0.1:50051".parse()?;
-    let mut workers = None;
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let mut value = || args.next().ok_or(format!("{arg} needs a value"));
-        match arg.as_str() {
-            "--addr" => addr = value()?.parse()?,
-            "--workers" => workers = Some(value()?.parse::<usize>()?),
-            other => return Err(format!("unknown argument {other}").into()),
-        }
-    }
-    let mut runtime = tokio::runtime::Builder::new_multi_thread();
-    if let Some(workers) = workers {
-        runtime.worker_threads(workers);
-    }
-    runtime.enable_all().build()?.block_on(async move {
+    let (addr, runtime) = peer::runtime_from_args("127.0.0.1:50051")?;
+    runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         loop {
             let (stream, _) = tokio::select! {

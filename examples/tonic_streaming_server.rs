@@ -11,6 +11,9 @@ use tonic::{Request, Response, Status, Streaming};
 
 use pb::test_service_server::{TestService, TestServiceServer};
 
+#[path = "support/peer.rs"]
+mod peer;
+
 type Replies =
     futures_util::stream::Iter<std::vec::IntoIter<Result<pb::StreamingOutputCallResponse, Status>>>;
 
@@ -100,22 +103,8 @@ impl TestService for Streamer {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut addr = "127.0.0.1:10000".parse()?;
-    let mut workers = None;
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let mut value = || args.next().ok_or(format!("{arg} needs a value"));
-        match arg.as_str() {
-            "--addr" => addr = value()?.parse()?,
-            "--workers" => workers = Some(value()?.parse::<usize>()?),
-            other => return Err(format!("unknown argument {other}").into()),
-        }
-    }
-    let mut runtime = tokio::runtime::Builder::new_multi_thread();
-    if let Some(workers) = workers {
-        runtime.worker_threads(workers);
-    }
-    runtime.enable_all().build()?.block_on(async move {
+    let (addr, runtime) = peer::runtime_from_args("127.0.0.1:10000")?;
+    runtime.block_on(async move {
         println!("tonic streaming server listening on {addr}");
         tonic::transport::Server::builder()
             .add_service(TestServiceServer::new(Streamer))
