@@ -5,9 +5,6 @@
 
 use std::sync::Arc;
 
-#[path = "support/peer.rs"]
-mod peer;
-
 /// connectrpc-build's output, as it generates it (its server types have no `Debug`).
 #[allow(missing_debug_implementations)]
 pub mod proto {
@@ -16,6 +13,9 @@ pub mod proto {
 
 use connectrpc::{RequestContext, Response, Router, Server, ServiceRequest, ServiceResult};
 use proto::helloworld::{Greeter, HelloReply, HelloRequest};
+
+#[path = "support/peer.rs"]
+mod peer;
 
 struct MyGreeter;
 

@@ -8,15 +8,15 @@
 
 use std::convert::Infallible;
 
-#[path = "support/peer.rs"]
-mod peer;
-
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use prost::Message;
 use protos::helloworld::{HelloReply, HelloRequest};
+
+#[path = "support/peer.rs"]
+mod peer;
 
 /// The largest request body read; a larger one is refused (the floor still bounds memory).
 const MAX_BODY: usize = 64 * 1024;
