@@ -8,11 +8,12 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD_NO_PAD;
 use bytes::Bytes;
-use http::header::CONTENT_TYPE;
+use http::header::{CONTENT_ENCODING, CONTENT_TYPE};
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use tonic::{Code, Status};
 
 use crate::body::ResponseBody;
+use crate::protocol::Format;
 
 /// `connect-protocol-version`: a request may say which version it speaks; only 1 exists.
 pub(crate) const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("connect-protocol-version");
@@ -159,6 +160,42 @@ pub(crate) fn error_response(status: &Status) -> http::Response<ResponseBody> {
     *response.status_mut() = http_status(status.code());
     *response.headers_mut() = headers;
     response
+}
+
+/// A successful unary call's answer: HTTP 200 and `message`, the bare reply (compressed with
+/// `encoding`, if it names one); `headers`, the reply's metadata, with the `content-type` of
+/// `format` and the `content-encoding`; and the metadata of `trailers` (gRPC's own names left
+/// out) as `trailer-` headers.
+pub(crate) fn unary_answer(
+    mut headers: HeaderMap,
+    message: Bytes,
+    format: Format,
+    encoding: Option<HeaderValue>,
+    trailers: &HeaderMap,
+) -> http::Response<ResponseBody> {
+    if let Some(encoding) = encoding {
+        headers.insert(CONTENT_ENCODING, encoding);
+    }
+    headers.insert(CONTENT_TYPE, unary_content_type(format));
+    for (name, value) in trailers {
+        if name.as_str().starts_with("grpc-") {
+            continue;
+        }
+        if let Ok(name) = HeaderName::try_from(format!("trailer-{name}")) {
+            headers.append(name, value.clone());
+        }
+    }
+    let mut response = http::Response::new(ResponseBody::whole(message));
+    *response.headers_mut() = headers;
+    response
+}
+
+/// The `content-type` of a Connect unary answer in `format`.
+pub(crate) fn unary_content_type(format: Format) -> HeaderValue {
+    match format {
+        Format::Proto => HeaderValue::from_static("application/proto"),
+        Format::Json => JSON_CONTENT_TYPE,
+    }
 }
 
 /// The headers of `map` that are metadata, not gRPC's own (`grpc-*`, which gRPC's form of an

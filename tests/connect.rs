@@ -1069,6 +1069,84 @@ async fn an_interceptor_s_refusal_is_a_connect_error() {
     server.stop().await;
 }
 
+/// A Connect unary request: its content type, other headers and body.
+type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], Bytes);
+
+/// A generated server answers a Connect unary call in Connect's form itself; behind a tower
+/// layer (which may read the answer) it answers in gRPC's, and the router translates. Either
+/// way the client gets the same answer, header for header and byte for byte: replies with
+/// metadata, trailing metadata and compression, failures, a panic, refusals.
+#[tokio::test]
+async fn a_connect_answer_is_the_same_made_by_the_handler_or_translated() {
+    let probe = || {
+        TestServiceServer::new(Probe)
+            .accept_compressed(CompressionEncoding::Gzip)
+            .send_compressed(CompressionEncoding::Gzip)
+    };
+    let direct = TestServer::start(Server::builder().add_service(probe())).await;
+    let layered = TestServer::start(
+        Server::builder().add_layered_service(probe(), tower::layer::util::Identity::new()),
+    )
+    .await;
+    let proto = SimpleRequest {
+        response_size: 40,
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let json = |value: Value| Bytes::from(value.to_string());
+    let echo = [("x-echo", "hi"), ("accept-encoding", "identity")];
+    let compressing = [("accept-encoding", "gzip")];
+    let cases: [Case<'_>; 8] = [
+        ("application/proto", &echo, Bytes::from(proto.clone())),
+        (
+            "application/json",
+            &echo,
+            json(json!({ "responseSize": 3 })),
+        ),
+        ("application/proto", &compressing, Bytes::from(proto)),
+        (
+            "application/json",
+            &[],
+            json(json!({ "responseStatus": { "code": 5, "message": "details" } })),
+        ),
+        (
+            "application/json",
+            &[],
+            json(json!({ "fillOauthScope": true })),
+        ),
+        (
+            "application/json",
+            &[("content-encoding", "br")],
+            json(json!({})),
+        ),
+        (
+            "application/json",
+            &compressing,
+            Bytes::from_static(b"{nope"),
+        ),
+        (
+            "application/proto",
+            &[("connect-timeout-ms", "x")],
+            Bytes::new(),
+        ),
+    ];
+    for (content_type, extra, body) in cases {
+        let made = post(&direct, UNARY, content_type, extra, body.clone()).await;
+        let translated = post(&layered, UNARY, content_type, extra, body).await;
+        let case = format!("{content_type} {extra:?}");
+        assert_eq!(made.status, translated.status, "{case}");
+        let mut made_headers = made.headers.clone();
+        let mut translated_headers = translated.headers.clone();
+        made_headers.remove("date");
+        translated_headers.remove("date");
+        assert_eq!(made_headers, translated_headers, "{case}");
+        assert_eq!(made.body, translated.body, "{case}");
+        assert!(made.trailers.is_none(), "{case}: {made:?}");
+    }
+    direct.stop().await;
+    layered.stop().await;
+}
+
 /// The head timeout over HTTP/1.1 (the handshake timeout) waits for a request's head, never for
 /// an answer: a handler slower than it and a reply stream slower than it are both given whole.
 #[tokio::test]

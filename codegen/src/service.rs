@@ -207,6 +207,10 @@ fn server_module(
                 fn method_names(&self) -> &'static [&'static str] {
                     &[#(#method_names),*]
                 }
+
+                fn answers_in_connect_form(&self) -> bool {
+                    true
+                }
             }
 
             #runtime::codegen::tower_service_of_fast_service!(<T: #trait_name> #server<T>);

@@ -6,12 +6,14 @@
 mod adaptive;
 pub(crate) mod clock;
 mod contain;
+mod form;
 mod streaming;
 mod unary;
 
 pub(crate) use self::adaptive::InlineMode;
 pub use self::adaptive::{MethodConfig, MethodCosts};
 pub(crate) use self::contain::{Contained, ContainedStream, Panic, panic_status};
+pub(crate) use self::form::{AnswerForm, asking};
 pub use self::streaming::{client_streaming, server_streaming, streaming};
 pub use self::unary::unary;
 
@@ -254,19 +256,27 @@ impl HandlerConfig {
 }
 
 /// The `recover` step: a call chain, or the status that stopped it before it began (such as a
-/// refused `grpc-encoding`), becomes a response; any failure is answered with its status, and
-/// announces the encodings the service accepts as its replies do.
+/// refused `grpc-encoding`), becomes a response; any failure is answered with its status, in
+/// `form`, and announces the encodings the service accepts as its replies do.
 fn respond(
     config: &HandlerConfig,
+    form: AnswerForm,
     chain: Result<FastFuture<http::Response<ResponseBody>, Status>, Status>,
 ) -> ResponseFuture {
     let accepted = config.accept_compression;
     let failed = move |status: Status| {
-        let mut response = crate::response::status(&status);
+        let (mut response, accept) = match form {
+            AnswerForm::Grpc => (
+                crate::response::status(&status),
+                compression::GRPC_ACCEPT_ENCODING,
+            ),
+            AnswerForm::Connect => (
+                crate::connect::error_response(&status),
+                http::header::ACCEPT_ENCODING,
+            ),
+        };
         if let Some(value) = accepted.accept_header() {
-            response
-                .headers_mut()
-                .insert(compression::GRPC_ACCEPT_ENCODING, value);
+            response.headers_mut().insert(accept, value);
         }
         response
     };

@@ -17,7 +17,7 @@ use serde::de::DeserializeOwned;
 use tonic::Status;
 
 use super::unary::{call_with_message, marshal};
-use super::{Contained, ContainedStream};
+use super::{AnswerForm, Contained, ContainedStream};
 use super::{
     Invoked, MethodConfig, ReplyCodec, RequestHead, ResponseFuture, reply_headers, respond,
 };
@@ -45,6 +45,7 @@ where
     }
     respond(
         config.config,
+        AnswerForm::Grpc,
         call_with_message(request, config, method)
             .map(|(reply, encoding)| reply.map(move |reply| marshal_stream(reply, encoding))),
     )
@@ -67,8 +68,11 @@ where
     }
     respond(
         config.config,
+        AnswerForm::Grpc,
         call_with_stream(request, config, method).map(|(reply, encoding)| {
-            reply.and_then(move |reply| FastFuture::ready(marshal(reply, encoding)))
+            reply.and_then(move |reply| {
+                FastFuture::ready(marshal(reply, encoding, AnswerForm::Grpc))
+            })
         }),
     )
 }
@@ -91,6 +95,7 @@ where
     }
     respond(
         config.config,
+        AnswerForm::Grpc,
         call_with_stream(request, config, method)
             .map(|(reply, encoding)| reply.map(move |reply| marshal_stream(reply, encoding))),
     )

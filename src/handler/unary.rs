@@ -7,6 +7,7 @@
 
 use std::future::Future;
 
+use bytes::Buf;
 use prost::Message;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -15,7 +16,8 @@ use tonic::Status;
 use super::Contained;
 use super::adaptive::invoke_in_place;
 use super::{
-    Invoked, MethodConfig, ReplyCodec, RequestHead, ResponseFuture, reply_headers, respond,
+    AnswerForm, Invoked, MethodConfig, ReplyCodec, RequestHead, ResponseFuture, reply_headers,
+    respond,
 };
 use crate::FastFuture;
 use crate::body::{RequestBody, ResponseBody};
@@ -23,7 +25,7 @@ use crate::codec::{self, Streaming};
 use crate::compression::{CompressionEncoding, MessageCompression, RequestCompressed};
 use crate::metadata::Trailers;
 use crate::protocol::Wire;
-use crate::status;
+use crate::{spare_maps, status};
 
 /// Serves one unary call: decodes the request, calls `method`, encodes its reply.
 ///
@@ -44,10 +46,13 @@ where
     if request.method() == http::Method::GET && !config.no_side_effects {
         return FastFuture::ok(crate::response::get_for_method_with_side_effects());
     }
+    // Taken before anything can fail: once taken, every answer is in the form asked for.
+    let form = AnswerForm::take();
     respond(
         config.config,
+        form,
         call_with_message(request, config, method).map(|(reply, encoding)| {
-            reply.and_then(move |reply| FastFuture::ready(marshal(reply, encoding)))
+            reply.and_then(move |reply| FastFuture::ready(marshal(reply, encoding, form)))
         }),
     )
 }
@@ -158,16 +163,41 @@ impl<M: Message + Default + DeserializeOwned + 'static> Decoded<M> {
     }
 }
 
-/// Encodes a reply into the complete HTTP response: headers, one message, trailers.
+/// Encodes a reply into the complete HTTP response, in `form`: gRPC's headers, one message
+/// and trailers; or Connect's headers and bare message.
 pub(super) fn marshal<M: Message + Serialize + 'static>(
     response: tonic::Response<M>,
     codec: ReplyCodec,
+    form: AnswerForm,
 ) -> Result<http::Response<ResponseBody>, Status> {
     let (metadata, message, mut extensions) = response.into_parts();
-    let frame = codec.encode(&message, extensions.get::<MessageCompression>())?;
-    let trailers = status::ok_trailers(Trailers::take(&mut extensions));
-    let mut response = http::Response::new(ResponseBody::unary(frame, trailers));
-    *response.headers_mut() = reply_headers(metadata, codec);
+    let mut frame = codec.encode(&message, extensions.get::<MessageCompression>())?;
+    let trailers = Trailers::take(&mut extensions);
+    let mut response = match form {
+        AnswerForm::Grpc => {
+            let trailers = status::ok_trailers(trailers);
+            let mut response = http::Response::new(ResponseBody::unary(frame, trailers));
+            *response.headers_mut() = reply_headers(metadata, codec);
+            response
+        }
+        AnswerForm::Connect => {
+            let compressed = frame.first() == Some(&1);
+            frame.advance(codec::FRAME_HEADER_LEN);
+            let mut headers = spare_maps::or_spare(status::sanitized(metadata.into_headers()));
+            if let Some(accepted) = codec.announce.accept_header() {
+                headers.insert(http::header::ACCEPT_ENCODING, accepted);
+            }
+            let encoding = codec.encoding.filter(|_| compressed);
+            let trailers = status::sanitized(trailers);
+            crate::connect::unary_answer(
+                headers,
+                frame,
+                codec.format,
+                encoding.map(CompressionEncoding::header_value),
+                &trailers,
+            )
+        }
+    };
     *response.extensions_mut() = extensions;
     Ok(response)
 }

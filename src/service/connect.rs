@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
 use http::header::{ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_TYPE};
-use http::{HeaderMap, HeaderName, HeaderValue};
+use http::{HeaderMap, HeaderValue};
 use http_body::Body as _;
 use tonic::{Code, Status};
 
@@ -33,7 +33,7 @@ use crate::codec::FRAME_HEADER_LEN;
 use crate::compression::{EncodingHeaders, GRPC_ENCODING};
 use crate::connect;
 use crate::deadline::{self, Deadline};
-use crate::handler::ResponseFuture;
+use crate::handler::{AnswerForm, ResponseFuture};
 use crate::protocol::{Format, Protocol, Wire};
 use crate::response::ConnectHttpStatus;
 use crate::{metadata, spare_maps, status};
@@ -180,7 +180,9 @@ fn get_parts(
         protocol: Protocol::ConnectUnary,
         format,
     };
-    parts.headers.insert(CONTENT_TYPE, content_type(format));
+    parts
+        .headers
+        .insert(CONTENT_TYPE, connect::unary_content_type(format));
     if let Some(compression) = compression.filter(|name| *name != "identity") {
         let value = HeaderValue::from_str(compression)
             .map_err(|_| Status::invalid_argument("a Connect GET's compression is not a name"))?;
@@ -239,11 +241,12 @@ pub(crate) fn parse_timeout_ms(value: &HeaderValue) -> Result<Duration, Status> 
     Ok(Duration::from_millis(millis))
 }
 
-/// The answer to a Connect unary call: `response`, the gRPC-form answer of its handler, in
+/// The answer to a Connect unary call: `response`, its handler's answer in `form`, in
 /// Connect's form; `DEADLINE_EXCEEDED` in its stead if `deadline` passes first, or had passed
 /// when it came.
-pub(crate) fn unary_response(
+fn unary_response(
     response: ResponseFuture,
+    form: AnswerForm,
     deadline: Option<Deadline>,
     wire: Wire,
 ) -> ResponseFuture {
@@ -251,7 +254,10 @@ pub(crate) fn unary_response(
         response,
         deadline,
         || connect::error_response(&deadline::exceeded()),
-        move |response| translate(response, wire),
+        move |response| match form {
+            AnswerForm::Connect => FastFuture::ok(response),
+            AnswerForm::Grpc => translate(response, wire),
+        },
     )
 }
 
@@ -340,25 +346,10 @@ fn whole(
     } else {
         None
     };
-    let mut headers = connect::metadata_only(headers);
-    if let Some(encoding) = encoding {
-        headers.insert(CONTENT_ENCODING, encoding);
-    }
-    headers.insert(CONTENT_TYPE, content_type(wire.format));
-    if let Some(trailers) = trailers {
-        for (name, value) in &trailers {
-            // `grpc-status` and the rest of gRPC's own.
-            if name.as_str().starts_with("grpc-") {
-                continue;
-            }
-            if let Ok(name) = HeaderName::try_from(format!("trailer-{name}")) {
-                headers.append(name, value.clone());
-            }
-        }
-        spare_maps::give_back(trailers);
-    }
-    let mut response = http::Response::new(ResponseBody::whole(frame));
-    *response.headers_mut() = headers;
+    let trailers = trailers.unwrap_or_default();
+    let headers = connect::metadata_only(headers);
+    let mut response = connect::unary_answer(headers, frame, wire.format, encoding, &trailers);
+    spare_maps::give_back(trailers);
     *response.extensions_mut() = head.extensions;
     response
 }
@@ -380,25 +371,22 @@ fn error(head: http::response::Parts, status: &Status) -> http::Response<Respons
     response
 }
 
-/// The `content-type` of a Connect unary answer in `format`.
-fn content_type(format: Format) -> HeaderValue {
-    match format {
-        Format::Proto => HeaderValue::from_static("application/proto"),
-        Format::Json => HeaderValue::from_static("application/json"),
-    }
-}
-
 /// Serves `request` through `serve` as a Connect call: unary or streaming, as its `wire` says.
 pub(crate) fn serve(
     mut request: http::Request<RequestBody>,
     wire: Wire,
     default_timeout: Option<Duration>,
-    serve: impl FnOnce(http::Request<RequestBody>) -> ResponseFuture,
+    serve: impl FnOnce(http::Request<RequestBody>, AnswerForm) -> (ResponseFuture, AnswerForm),
 ) -> ResponseFuture {
     let streaming = wire.protocol == Protocol::ConnectStream;
     match prepare(&mut request, default_timeout) {
-        Ok(deadline) if streaming => stream_response(serve(request), deadline, wire),
-        Ok(deadline) => unary_response(serve(request), deadline, wire),
+        Ok(deadline) if streaming => {
+            stream_response(serve(request, AnswerForm::Grpc).0, deadline, wire)
+        }
+        Ok(deadline) => {
+            let (response, form) = serve(request, AnswerForm::Connect);
+            unary_response(response, form, deadline, wire)
+        }
         Err(status) if streaming => FastFuture::ok(failed_stream(&status, wire)),
         Err(status) => FastFuture::ok(connect::error_response(&status)),
     }

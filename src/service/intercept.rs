@@ -191,6 +191,11 @@ impl<S: FastService, I: Interceptor> FastService for Intercepted<S, I> {
     fn method_names(&self) -> &'static [&'static str] {
         self.service.method_names()
     }
+
+    fn answers_in_connect_form(&self) -> bool {
+        // A refusal is made here, in gRPC's form, without asking the handler: it is translated.
+        self.service.answers_in_connect_form()
+    }
 }
 
 crate::__tower_service_of_fast_service!(<S: FastService, I: Interceptor> Intercepted<S, I>);

@@ -49,6 +49,17 @@ pub trait FastService: Send + Sync + 'static {
     fn method_names(&self) -> &'static [&'static str] {
         &[]
     }
+
+    /// Whether the router may ask this service's unary handlers to answer a Connect unary call
+    /// in Connect's form themselves, sparing the translation of a gRPC-form answer: true only
+    /// when nothing between the router and the handlers reads their answers. Generated servers
+    /// say yes, and interceptors (which read requests only) say what their service says; a
+    /// service that wraps another and reads or rewrites its answers must say no, as the
+    /// default does.
+    #[doc(hidden)]
+    fn answers_in_connect_form(&self) -> bool {
+        false
+    }
 }
 
 /// Implements tower's `Service` for a [`FastService`] by calling [`FastService::call`]: always

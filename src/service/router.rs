@@ -8,7 +8,7 @@ use super::connect;
 use super::web::{self, Cors, Web};
 use crate::FastFuture;
 use crate::body::RequestBody;
-use crate::handler::ResponseFuture;
+use crate::handler::{AnswerForm, ResponseFuture};
 #[cfg(feature = "opentelemetry")]
 use crate::metrics::{CallMeter, Instruments, MethodMetrics};
 use crate::observe::Observed;
@@ -128,8 +128,8 @@ impl GrpcRouter {
     /// Answers a Connect call, with what lets the page that sent it read the answer.
     fn serve_connect(&self, request: http::Request<RequestBody>, wire: Wire) -> ResponseFuture {
         let cors = self.cors_headers(request.headers());
-        let response = connect::serve(request, wire, self.default_timeout, |request| {
-            self.serve(request)
+        let response = connect::serve(request, wire, self.default_timeout, |request, form| {
+            self.serve_in(request, form)
         });
         if cors.is_empty() {
             return response;
@@ -162,7 +162,18 @@ impl GrpcRouter {
 
     /// Answers a gRPC request: the service's answer, or `UNIMPLEMENTED` for an unknown one;
     /// observed (`observe`) if anything wants to see it.
-    fn serve(&self, mut request: http::Request<RequestBody>) -> ResponseFuture {
+    fn serve(&self, request: http::Request<RequestBody>) -> ResponseFuture {
+        self.serve_in(request, AnswerForm::Grpc).0
+    }
+
+    /// Answers a request as [`serve`](Self::serve) does, asking for an answer in `form`: a
+    /// Connect unary call's handler answers in Connect's form if asked and nothing between
+    /// (an observer, a layer) reads the gRPC form. Gives the form the answer is in.
+    fn serve_in(
+        &self,
+        mut request: http::Request<RequestBody>,
+        form: AnswerForm,
+    ) -> (ResponseFuture, AnswerForm) {
         let route = self.route(request.uri().path());
         #[cfg(feature = "opentelemetry")]
         let meter = self
@@ -175,10 +186,18 @@ impl GrpcRouter {
             meter,
         );
         match observed {
-            None => serve_route(route, request),
+            None if form == AnswerForm::Connect
+                && route.is_some_and(|route| route.service.answers_in_connect_form()) =>
+            {
+                crate::handler::asking(|| serve_route(route, request))
+            }
+            None => (serve_route(route, request), AnswerForm::Grpc),
             Some(mut observed) => {
                 let response = observed.run(|| serve_route(route, request));
-                crate::observe::observed(response, observed)
+                (
+                    crate::observe::observed(response, observed),
+                    AnswerForm::Grpc,
+                )
             }
         }
     }

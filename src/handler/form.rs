@@ -1,0 +1,117 @@
+//! Which form a unary call's answer takes: gRPC's, or Connect's own.
+//!
+//! The router serves a Connect unary call as a gRPC call and translates the gRPC-form answer
+//! (`service::connect`). When nothing between the router and the handler reads that answer (no
+//! observer, no tower layer: a generated server, perhaps behind interceptors), the router asks
+//! the handler to answer in Connect's form at once, sparing the translation: a trailers map
+//! built and read back, a status parsed, the reply's headers built twice.
+//!
+//! The question travels beside the call rather than in the request: an extension would cost a
+//! hashed insert and remove on every call, and what the request carries is the user's to read.
+//! It is one flag of the thread, set for the length of the router's synchronous call into the
+//! service. The first unary handler to start in that time takes it and then must answer every
+//! outcome (reply, failure, panic) in Connect's form; the router reads afterwards whether one
+//! did, and translates if not (another handler kind answered, an interceptor refused, or the
+//! call went on in a task where nobody asked).
+
+use std::cell::Cell;
+
+/// Where the thread's current router call stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Asking {
+    /// No router call is asking.
+    No,
+    /// A router call asks; no handler took the question yet.
+    Asked,
+    /// A unary handler took it: it answers in Connect's form.
+    Taken,
+}
+
+thread_local! {
+    static ASKING: Cell<Asking> = const { Cell::new(Asking::No) };
+}
+
+/// The form a unary call's answer takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AnswerForm {
+    /// gRPC's: what every layer and observer between the router and the handler reads.
+    Grpc,
+    /// Connect's unary form, for a Connect unary call whose router asked for it.
+    Connect,
+}
+
+impl AnswerForm {
+    /// The form the unary handler starting now answers in: [`Connect`](Self::Connect) if its
+    /// router asked and no handler took the question yet (this one now has).
+    pub(crate) fn take() -> AnswerForm {
+        let asked = ASKING.try_with(|asking| {
+            let asked = asking.get() == Asking::Asked;
+            if asked {
+                asking.set(Asking::Taken);
+            }
+            asked
+        });
+        match asked {
+            Ok(true) => AnswerForm::Connect,
+            _ => AnswerForm::Grpc,
+        }
+    }
+}
+
+/// Runs `serve`, asking the unary handler it starts (if it starts one) to answer in Connect's
+/// form; gives `serve`'s answer and whether a handler took the question. What the thread was
+/// asking before comes back afterwards, even if `serve` panics, so a nested router call (a
+/// handler calling another service in-process) leaves the outer one's question as it was.
+pub(crate) fn asking<T>(serve: impl FnOnce() -> T) -> (T, AnswerForm) {
+    /// Puts the outer question back, also when unwinding.
+    struct Restore(Asking);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let _ = ASKING.try_with(|asking| asking.set(self.0));
+        }
+    }
+    let restore = Restore(ASKING.replace(Asking::Asked));
+    let answer = serve();
+    let form = match ASKING.get() {
+        Asking::Taken => AnswerForm::Connect,
+        Asking::No | Asking::Asked => AnswerForm::Grpc,
+    };
+    drop(restore);
+    (answer, form)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_first_handler_asked_answers_in_connect_form() {
+        assert_eq!(AnswerForm::take(), AnswerForm::Grpc, "nobody asked");
+        let ((first, second), form) = asking(|| (AnswerForm::take(), AnswerForm::take()));
+        assert_eq!((first, second), (AnswerForm::Connect, AnswerForm::Grpc));
+        assert_eq!(form, AnswerForm::Connect);
+        assert_eq!(AnswerForm::take(), AnswerForm::Grpc, "the question is gone");
+
+        let ((), form) = asking(|| {});
+        assert_eq!(form, AnswerForm::Grpc, "no handler took it");
+    }
+
+    #[test]
+    fn a_nested_call_leaves_the_outer_question_as_it_was() {
+        let ((inner, outer), form) = asking(|| {
+            let (inner, _) = asking(AnswerForm::take);
+            (inner, AnswerForm::take())
+        });
+        assert_eq!(inner, AnswerForm::Connect);
+        assert_eq!(outer, AnswerForm::Connect);
+        assert_eq!(form, AnswerForm::Connect);
+
+        let result = std::panic::catch_unwind(|| asking(|| panic!("in the service")));
+        assert!(result.is_err());
+        assert_eq!(
+            AnswerForm::take(),
+            AnswerForm::Grpc,
+            "a panic leaves nothing asked"
+        );
+    }
+}
