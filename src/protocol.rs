@@ -101,8 +101,13 @@ impl Wire {
     /// `content-type` names nothing fastgrpc serves (such a request is refused before it
     /// reaches a handler, unless a service is called directly).
     pub(crate) fn of_request(headers: &http::HeaderMap) -> Wire {
-        // A scan of a request's few headers is cheaper than hashing the name.
-        Wire::of(crate::metadata::header(headers, &CONTENT_TYPE)).unwrap_or_default()
+        Wire::of_headers(headers).unwrap_or_default()
+    }
+
+    /// What the request whose headers are `headers` speaks, as [`Wire::of`] its `content-type`.
+    pub(crate) fn of_headers(headers: &http::HeaderMap) -> Option<Wire> {
+        // Nearly every request has one: a hashed lookup, not a scan for what is then looked up.
+        Wire::of(headers.get(CONTENT_TYPE))
     }
 
     /// Whether the request carries one bare message, not gRPC's length-prefixed frames.

@@ -104,9 +104,7 @@ impl GrpcRouter {
                 None => crate::response::method_not_allowed(),
             });
         }
-        // A scan of a request's few headers, cheaper than hashing the name.
-        let content_type = crate::metadata::header(headers, &http::header::CONTENT_TYPE);
-        let Some(wire) = Wire::of(content_type) else {
+        let Some(wire) = Wire::of_headers(headers) else {
             return FastFuture::ok(crate::response::unsupported_media_type());
         };
         let web = match wire.protocol {

@@ -345,7 +345,7 @@ fn answer(
     };
     // Refused at once, but only once the request's body is read: hyper would close the
     // connection under a client still sending it, which then sees a broken pipe, not the answer.
-    let refusal = match Wire::of(request.headers().get(http::header::CONTENT_TYPE)) {
+    let refusal = match Wire::of_headers(request.headers()) {
         // The router's own test, so both transports agree on what gRPC is.
         Some(wire) if wire.protocol == Protocol::Grpc => {
             Some(crate::response::http_version_not_supported())

@@ -182,7 +182,7 @@ impl Cors {
 
 /// The `Origin` of a cross-origin request, if it is one.
 pub(crate) fn origin(headers: &HeaderMap) -> Option<&HeaderValue> {
-    headers.get(ORIGIN)
+    crate::metadata::header(headers, &ORIGIN)
 }
 
 #[cfg(test)]
