@@ -11,8 +11,9 @@
 //! It is one flag of the thread, set for the length of the router's synchronous call into the
 //! service. The first unary handler to start in that time takes it and then must answer every
 //! outcome (reply, failure, panic) in Connect's form; the router reads afterwards whether one
-//! did, and translates if not (another handler kind answered, an interceptor refused, or the
-//! call went on in a task where nobody asked).
+//! did, and translates if not (a streaming handler answered, an interceptor refused, or the
+//! call went on in a task where nobody asked). A streaming handler declines the question as it
+//! starts, so that a unary handler it calls in-process cannot take it in its stead.
 
 use std::cell::Cell;
 
@@ -25,6 +26,8 @@ enum Asking {
     Asked,
     /// A unary handler took it: it answers in Connect's form.
     Taken,
+    /// A streaming handler started first: the answer is in gRPC's form.
+    Declined,
 }
 
 thread_local! {
@@ -56,6 +59,18 @@ impl AnswerForm {
             _ => AnswerForm::Grpc,
         }
     }
+
+    /// The form a streaming handler starting now answers in: always gRPC's. If its router
+    /// asked and no handler took the question yet, this one declines it, so that a unary
+    /// handler it calls in-process answers in gRPC's form too.
+    pub(crate) fn decline() -> AnswerForm {
+        let _ = ASKING.try_with(|asking| {
+            if asking.get() == Asking::Asked {
+                asking.set(Asking::Declined);
+            }
+        });
+        AnswerForm::Grpc
+    }
 }
 
 /// Runs `serve`, asking the unary handler it starts (if it starts one) to answer in Connect's
@@ -74,7 +89,7 @@ pub(crate) fn asking<T>(serve: impl FnOnce() -> T) -> (T, AnswerForm) {
     let answer = serve();
     let form = match ASKING.get() {
         Asking::Taken => AnswerForm::Connect,
-        Asking::No | Asking::Asked => AnswerForm::Grpc,
+        Asking::No | Asking::Asked | Asking::Declined => AnswerForm::Grpc,
     };
     drop(restore);
     (answer, form)
@@ -94,6 +109,17 @@ mod tests {
 
         let ((), form) = asking(|| {});
         assert_eq!(form, AnswerForm::Grpc, "no handler took it");
+    }
+
+    #[test]
+    fn a_streaming_handler_declines_for_what_it_calls() {
+        let ((declined, inner), form) = asking(|| (AnswerForm::decline(), AnswerForm::take()));
+        assert_eq!((declined, inner), (AnswerForm::Grpc, AnswerForm::Grpc));
+        assert_eq!(form, AnswerForm::Grpc);
+
+        let ((taken, declined), form) = asking(|| (AnswerForm::take(), AnswerForm::decline()));
+        assert_eq!((taken, declined), (AnswerForm::Connect, AnswerForm::Grpc));
+        assert_eq!(form, AnswerForm::Connect, "a later decline leaves the taken question");
     }
 
     #[test]

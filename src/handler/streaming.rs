@@ -45,7 +45,7 @@ where
     }
     respond(
         config.config,
-        AnswerForm::Grpc,
+        AnswerForm::decline(),
         call_with_message(request, config, method)
             .map(|(reply, encoding)| reply.map(move |reply| marshal_stream(reply, encoding))),
     )
@@ -68,7 +68,7 @@ where
     }
     respond(
         config.config,
-        AnswerForm::Grpc,
+        AnswerForm::decline(),
         call_with_stream(request, config, method).map(|(reply, encoding)| {
             reply.and_then(move |reply| {
                 FastFuture::ready(marshal(reply, encoding, AnswerForm::Grpc))
@@ -95,7 +95,7 @@ where
     }
     respond(
         config.config,
-        AnswerForm::Grpc,
+        AnswerForm::decline(),
         call_with_stream(request, config, method)
             .map(|(reply, encoding)| reply.map(move |reply| marshal_stream(reply, encoding))),
     )
