@@ -14,18 +14,25 @@
 //! did, and translates if not (a streaming handler answered, an interceptor refused, or the
 //! call went on in a task where nobody asked). A streaming handler declines the question as it
 //! starts, so that a unary handler it calls in-process cannot take it in its stead.
+//!
+//! The question names the call's format (protobuf or JSON), which the router has read from the
+//! `content-type` already: a handler that takes it knows the call's wire without reading the
+//! header again.
 
 use std::cell::Cell;
+
+use crate::protocol::{Format, Protocol, Wire};
 
 /// Where the thread's current router call stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Asking {
     /// No router call is asking.
     No,
-    /// A router call asks; no handler took the question yet.
-    Asked,
+    /// A router call asks, for a Connect unary call in this format; no handler took the
+    /// question yet.
+    Asked(Format),
     /// A unary handler took it: it answers in Connect's form.
-    Taken,
+    Taken(Format),
     /// A streaming handler started first: the answer is in gRPC's form.
     Declined,
 }
@@ -39,24 +46,37 @@ thread_local! {
 pub(crate) enum AnswerForm {
     /// gRPC's: what every layer and observer between the router and the handler reads.
     Grpc,
-    /// Connect's unary form, for a Connect unary call whose router asked for it.
-    Connect,
+    /// Connect's unary form, for a Connect unary call in this format whose router asked for
+    /// it.
+    Connect(Format),
 }
 
 impl AnswerForm {
     /// The form the unary handler starting now answers in: [`Connect`](Self::Connect) if its
     /// router asked and no handler took the question yet (this one now has).
     pub(crate) fn take() -> AnswerForm {
-        let asked = ASKING.try_with(|asking| {
-            let asked = asking.get() == Asking::Asked;
-            if asked {
-                asking.set(Asking::Taken);
+        let asked = ASKING.try_with(|asking| match asking.get() {
+            Asking::Asked(format) => {
+                asking.set(Asking::Taken(format));
+                Some(format)
             }
-            asked
+            Asking::No | Asking::Taken(_) | Asking::Declined => None,
         });
         match asked {
-            Ok(true) => AnswerForm::Connect,
+            Ok(Some(format)) => AnswerForm::Connect(format),
             _ => AnswerForm::Grpc,
+        }
+    }
+
+    /// The wire of the call answered in this form, when the form tells it: a Connect unary
+    /// call's, whose router read it.
+    pub(crate) fn wire(self) -> Option<Wire> {
+        match self {
+            AnswerForm::Grpc => None,
+            AnswerForm::Connect(format) => Some(Wire {
+                protocol: Protocol::ConnectUnary,
+                format,
+            }),
         }
     }
 
@@ -65,7 +85,7 @@ impl AnswerForm {
     /// handler it calls in-process answers in gRPC's form too.
     pub(crate) fn decline() -> AnswerForm {
         let _ = ASKING.try_with(|asking| {
-            if asking.get() == Asking::Asked {
+            if let Asking::Asked(_) = asking.get() {
                 asking.set(Asking::Declined);
             }
         });
@@ -73,11 +93,12 @@ impl AnswerForm {
     }
 }
 
-/// Runs `serve`, asking the unary handler it starts (if it starts one) to answer in Connect's
-/// form; gives `serve`'s answer and whether a handler took the question. What the thread was
+/// Runs `serve`, asking the unary handler it starts (if it starts one) to answer a Connect unary
+/// call in `format` in Connect's form; gives `serve`'s answer and whether a handler took the
+/// question. What the thread was
 /// asking before comes back afterwards, even if `serve` panics, so a nested router call (a
 /// handler calling another service in-process) leaves the outer one's question as it was.
-pub(crate) fn asking<T>(serve: impl FnOnce() -> T) -> (T, AnswerForm) {
+pub(crate) fn asking<T>(format: Format, serve: impl FnOnce() -> T) -> (T, AnswerForm) {
     /// Puts the outer question back, also when unwinding.
     struct Restore(Asking);
     impl Drop for Restore {
@@ -85,11 +106,11 @@ pub(crate) fn asking<T>(serve: impl FnOnce() -> T) -> (T, AnswerForm) {
             let _ = ASKING.try_with(|asking| asking.set(self.0));
         }
     }
-    let restore = Restore(ASKING.replace(Asking::Asked));
+    let restore = Restore(ASKING.replace(Asking::Asked(format)));
     let answer = serve();
     let form = match ASKING.get() {
-        Asking::Taken => AnswerForm::Connect,
-        Asking::No | Asking::Asked | Asking::Declined => AnswerForm::Grpc,
+        Asking::Taken(format) => AnswerForm::Connect(format),
+        Asking::No | Asking::Asked(_) | Asking::Declined => AnswerForm::Grpc,
     };
     drop(restore);
     (answer, form)
@@ -99,40 +120,63 @@ pub(crate) fn asking<T>(serve: impl FnOnce() -> T) -> (T, AnswerForm) {
 mod tests {
     use super::*;
 
+    const CONNECT: AnswerForm = AnswerForm::Connect(Format::Proto);
+
     #[test]
     fn only_the_first_handler_asked_answers_in_connect_form() {
         assert_eq!(AnswerForm::take(), AnswerForm::Grpc, "nobody asked");
-        let ((first, second), form) = asking(|| (AnswerForm::take(), AnswerForm::take()));
-        assert_eq!((first, second), (AnswerForm::Connect, AnswerForm::Grpc));
-        assert_eq!(form, AnswerForm::Connect);
+        let ((first, second), form) =
+            asking(Format::Proto, || (AnswerForm::take(), AnswerForm::take()));
+        assert_eq!((first, second), (CONNECT, AnswerForm::Grpc));
+        assert_eq!(form, CONNECT);
         assert_eq!(AnswerForm::take(), AnswerForm::Grpc, "the question is gone");
 
-        let ((), form) = asking(|| {});
+        let ((), form) = asking(Format::Proto, || {});
         assert_eq!(form, AnswerForm::Grpc, "no handler took it");
     }
 
     #[test]
+    fn the_question_tells_the_handler_the_call_s_wire() {
+        let (taken, form) = asking(Format::Json, AnswerForm::take);
+        assert_eq!(taken, AnswerForm::Connect(Format::Json));
+        assert_eq!(form, taken);
+        assert_eq!(
+            taken.wire(),
+            Some(Wire {
+                protocol: Protocol::ConnectUnary,
+                format: Format::Json
+            })
+        );
+        assert_eq!(AnswerForm::Grpc.wire(), None, "the handler reads it itself");
+    }
+
+    #[test]
     fn a_streaming_handler_declines_for_what_it_calls() {
-        let ((declined, inner), form) = asking(|| (AnswerForm::decline(), AnswerForm::take()));
+        let ((declined, inner), form) = asking(Format::Proto, || {
+            (AnswerForm::decline(), AnswerForm::take())
+        });
         assert_eq!((declined, inner), (AnswerForm::Grpc, AnswerForm::Grpc));
         assert_eq!(form, AnswerForm::Grpc);
 
-        let ((taken, declined), form) = asking(|| (AnswerForm::take(), AnswerForm::decline()));
-        assert_eq!((taken, declined), (AnswerForm::Connect, AnswerForm::Grpc));
-        assert_eq!(form, AnswerForm::Connect, "a later decline leaves the taken question");
+        let ((taken, declined), form) = asking(Format::Proto, || {
+            (AnswerForm::take(), AnswerForm::decline())
+        });
+        assert_eq!((taken, declined), (CONNECT, AnswerForm::Grpc));
+        assert_eq!(form, CONNECT, "a later decline leaves the taken question");
     }
 
     #[test]
     fn a_nested_call_leaves_the_outer_question_as_it_was() {
-        let ((inner, outer), form) = asking(|| {
-            let (inner, _) = asking(AnswerForm::take);
+        let ((inner, outer), form) = asking(Format::Proto, || {
+            let (inner, _) = asking(Format::Proto, AnswerForm::take);
             (inner, AnswerForm::take())
         });
-        assert_eq!(inner, AnswerForm::Connect);
-        assert_eq!(outer, AnswerForm::Connect);
-        assert_eq!(form, AnswerForm::Connect);
+        assert_eq!(inner, CONNECT);
+        assert_eq!(outer, CONNECT);
+        assert_eq!(form, CONNECT);
 
-        let result = std::panic::catch_unwind(|| asking(|| panic!("in the service")));
+        let result =
+            std::panic::catch_unwind(|| asking(Format::Proto, || panic!("in the service")));
         assert!(result.is_err());
         assert_eq!(
             AnswerForm::take(),

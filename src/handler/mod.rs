@@ -215,16 +215,17 @@ struct Encodings {
 
 impl HandlerConfig {
     /// Reads `grpc-encoding` (refusing one the service does not accept), picks the reply
-    /// encoding from `grpc-accept-encoding` (Connect's headers for a Connect call), and whether the reply announces the encodings the
-    /// service accepts.
+    /// encoding from `grpc-accept-encoding` (Connect's headers for a Connect call), and whether
+    /// the reply announces the encodings the service accepts. The call's wire is `known` when
+    /// the router told it (`form.rs`), read from the `content-type` otherwise.
     ///
     /// A successful reply announces them to a client that speaks compression (it sent a
     /// `grpc-accept-encoding` of its own, as C-core and grpc-go clients do on every call). One
     /// more header on every reply (a custom name hashed into the `HeaderMap`, then
     /// HPACK-encoded) costs a light call a visible share of server CPU (docs/BENCHMARKS.md),
     /// which a client without compression would pay for nothing. Failed calls always announce them (`respond`).
-    fn negotiate(&self, headers: &HeaderMap) -> Result<Encodings, Status> {
-        let wire = Wire::of_request(headers);
+    fn negotiate(&self, headers: &HeaderMap, known: Option<Wire>) -> Result<Encodings, Status> {
+        let wire = known.unwrap_or_else(|| Wire::of_request(headers));
         // Connect names them `content-encoding`, `accept-encoding` (or with `connect-`).
         let names = wire.encoding_headers();
         let announce = if !self.accept_compression.is_empty()
@@ -270,7 +271,7 @@ fn respond(
                 crate::response::status(&status),
                 compression::GRPC_ACCEPT_ENCODING,
             ),
-            AnswerForm::Connect => (
+            AnswerForm::Connect(_) => (
                 crate::connect::error_response(&status),
                 http::header::ACCEPT_ENCODING,
             ),

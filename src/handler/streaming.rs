@@ -46,7 +46,7 @@ where
     respond(
         config.config,
         AnswerForm::decline(),
-        call_with_message(request, config, method)
+        call_with_message(request, config, None, method)
             .map(|(reply, encoding)| reply.map(move |reply| marshal_stream(reply, encoding))),
     )
 }
@@ -124,7 +124,7 @@ where
 {
     let (parts, body) = request.into_parts();
     let settings = &config.config;
-    let encodings = settings.negotiate(&parts.headers)?;
+    let encodings = settings.negotiate(&parts.headers, None)?;
     let messages = Streaming::new(
         body,
         settings.max_receive_message_size,

@@ -51,7 +51,7 @@ where
     respond(
         config.config,
         form,
-        call_with_message(request, config, method).map(|(reply, encoding)| {
+        call_with_message(request, config, form.wire(), method).map(|(reply, encoding)| {
             reply.and_then(move |reply| FastFuture::ready(marshal(reply, encoding, form)))
         }),
     )
@@ -59,10 +59,11 @@ where
 
 /// The steps of every call with a single request message: negotiate the encodings, then
 /// `unmarshal -> impl`. Gives the method's reply, still to be marshalled, and the encoding to
-/// marshal it with.
+/// marshal it with. `wire` is the call's, if its router told it.
 pub(super) fn call_with_message<Req, T, M, F>(
     request: http::Request<RequestBody>,
     method_config: MethodConfig<'_>,
+    wire: Option<Wire>,
     method: M,
 ) -> Invoked<T>
 where
@@ -74,7 +75,7 @@ where
     let (parts, body) = request.into_parts();
     let head = RequestHead::new(parts);
     let config = &method_config.config;
-    let encodings = config.negotiate(&head.headers)?;
+    let encodings = config.negotiate(&head.headers, wire)?;
     let decoded = unmarshal::<Req>(
         body,
         config.max_receive_message_size,
@@ -180,7 +181,7 @@ pub(super) fn marshal<M: Message + Serialize + 'static>(
             *response.headers_mut() = reply_headers(metadata, codec);
             response
         }
-        AnswerForm::Connect => {
+        AnswerForm::Connect(_) => {
             let compressed = frame.first() == Some(&1);
             frame.advance(codec::FRAME_HEADER_LEN);
             let mut headers = spare_maps::or_spare(status::sanitized(metadata.into_headers()));

@@ -255,7 +255,7 @@ fn unary_response(
         deadline,
         || connect::error_response(&deadline::exceeded()),
         move |response| match form {
-            AnswerForm::Connect => FastFuture::ok(response),
+            AnswerForm::Connect(_) => FastFuture::ok(response),
             AnswerForm::Grpc => translate(response, wire),
         },
     )
@@ -384,7 +384,7 @@ pub(crate) fn serve(
             stream_response(serve(request, AnswerForm::Grpc).0, deadline, wire)
         }
         Ok(deadline) => {
-            let (response, form) = serve(request, AnswerForm::Connect);
+            let (response, form) = serve(request, AnswerForm::Connect(wire.format));
             unary_response(response, form, deadline, wire)
         }
         Err(status) if streaming => FastFuture::ok(failed_stream(&status, wire)),

@@ -183,14 +183,14 @@ impl GrpcRouter {
             #[cfg(feature = "opentelemetry")]
             meter,
         );
-        match observed {
-            None if form == AnswerForm::Connect
-                && route.is_some_and(|route| route.service.answers_in_connect_form()) =>
+        match (observed, form) {
+            (None, AnswerForm::Connect(format))
+                if route.is_some_and(|route| route.service.answers_in_connect_form()) =>
             {
-                crate::handler::asking(|| serve_route(route, request))
+                crate::handler::asking(format, || serve_route(route, request))
             }
-            None => (serve_route(route, request), AnswerForm::Grpc),
-            Some(mut observed) => {
+            (None, _) => (serve_route(route, request), AnswerForm::Grpc),
+            (Some(mut observed), _) => {
                 let response = observed.run(|| serve_route(route, request));
                 (
                     crate::observe::observed(response, observed),
