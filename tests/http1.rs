@@ -279,6 +279,42 @@ fn connect_call(waits: bool) -> Vec<u8> {
     )
 }
 
+/// A small body is read whole before its call starts, however it arrives: in pieces, and then
+/// in one piece on the same kept-alive connection (where the call ends at its last byte).
+#[tokio::test]
+async fn a_small_body_sent_in_pieces_is_read_whole_and_the_connection_goes_on() {
+    let (server, stats) = server(Server::builder()).await;
+    let mut tcp = TcpStream::connect(server.addr).await.unwrap();
+    let call = |size: i32| {
+        let message = SimpleRequest {
+            response_size: size,
+            ..Default::default()
+        };
+        request("POST", "application/proto", &[], &message.encode_to_vec())
+    };
+    let first = call(5);
+    let (head_and_some, rest) = first.split_at(first.len() - 1);
+    tcp.write_all(head_and_some).await.unwrap();
+    tcp.flush().await.unwrap();
+    // The last byte goes in a write of its own, after a yield: the server, which cannot answer
+    // without it, most likely reads the body in two pieces.
+    tokio::task::yield_now().await;
+    tcp.write_all(rest).await.unwrap();
+    let answer = support::http1::read_sized(&mut tcp).await.unwrap();
+    assert_eq!(answer.status, 200, "{answer:?}");
+    let reply = SimpleResponse::decode(&answer.body[..]).unwrap();
+    assert_eq!(reply.payload.unwrap().body.len(), 5);
+
+    tcp.write_all(&call(7)).await.unwrap();
+    let answer = support::http1::read_sized(&mut tcp).await.unwrap();
+    assert_eq!(answer.status, 200, "{answer:?}");
+    let reply = SimpleResponse::decode(&answer.body[..]).unwrap();
+    assert_eq!(reply.payload.unwrap().body.len(), 7);
+    assert_eq!(stats.call_tasks_spawned(), 0, "both were ready calls");
+    drop(tcp);
+    server.stop().await;
+}
+
 #[tokio::test]
 async fn an_answer_in_progress_at_the_maximum_age_closes_the_connection_after_it() {
     let (server, _) =

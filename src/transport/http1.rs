@@ -221,11 +221,15 @@ impl Future for Answer {
             match this.stage {
                 Stage::Reading { body, read, then } => {
                     let keep = matches!(then, Then::Call(_));
-                    match Pin::new(body).poll_frame(cx) {
+                    let mut body = Pin::new(body);
+                    let ended = match body.as_mut().poll_frame(cx) {
                         Poll::Ready(Some(Ok(frame))) if keep || read.len <= MAX_DRAINED => {
                             if let Ok(data) = frame.into_data() {
                                 read.push(data, keep);
                             }
+                            // A body of known length ends with its last byte: hyper has
+                            // finished reading it, and asking once more would only learn so.
+                            body.is_end_stream()
                         }
                         Poll::Pending => {
                             if expired(this.deadline.as_mut(), cx) {
@@ -235,30 +239,32 @@ impl Future for Answer {
                         }
                         // The end, a broken body (whose call then fails as it reads) or, for a
                         // refusal, enough read.
-                        _ => {
-                            let Stage::Reading { read, then, .. } =
-                                std::mem::replace(this.stage, Stage::Done)
-                            else {
-                                unreachable!("the stage matched as Reading just above")
-                            };
-                            let call = match then {
-                                Then::Refuse(refusal) => return Poll::Ready(Ok(refusal)),
-                                Then::Call(call) => call,
-                            };
-                            let Call {
-                                shared,
-                                connect_info,
-                                head,
-                                deadline,
-                            } = call;
-                            let body = RequestBody::complete(read.into_bytes());
-                            let request = http::Request::from_parts(head, body);
-                            match start_call(&shared, connect_info.as_ref(), request, deadline) {
-                                Started::Ready((response, _)) => return Poll::Ready(Ok(response)),
-                                Started::Pending(response) => {
-                                    *this.stage = Stage::Calling(response);
-                                }
-                            }
+                        _ => true,
+                    };
+                    if !ended {
+                        continue;
+                    }
+                    let Stage::Reading { read, then, .. } =
+                        std::mem::replace(this.stage, Stage::Done)
+                    else {
+                        unreachable!("the stage matched as Reading just above")
+                    };
+                    let call = match then {
+                        Then::Refuse(refusal) => return Poll::Ready(Ok(refusal)),
+                        Then::Call(call) => call,
+                    };
+                    let Call {
+                        shared,
+                        connect_info,
+                        head,
+                        deadline,
+                    } = call;
+                    let body = RequestBody::complete(read.into_bytes());
+                    let request = http::Request::from_parts(head, body);
+                    match start_call(&shared, connect_info.as_ref(), request, deadline) {
+                        Started::Ready((response, _)) => return Poll::Ready(Ok(response)),
+                        Started::Pending(response) => {
+                            *this.stage = Stage::Calling(response);
                         }
                     }
                 }
