@@ -16,9 +16,9 @@ use crate::body::ResponseBody;
 use crate::protocol::Format;
 
 /// `connect-protocol-version`: a request may say which version it speaks; only 1 exists.
-pub(crate) const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("connect-protocol-version");
+pub(crate) const PROTOCOL_VERSION: &str = "connect-protocol-version";
 /// `connect-timeout-ms`: the call's timeout in milliseconds, at most 10 digits.
-pub(crate) const TIMEOUT_MS: HeaderName = HeaderName::from_static("connect-timeout-ms");
+pub(crate) const TIMEOUT_MS: &str = "connect-timeout-ms";
 /// The `content-type` of an error answer.
 pub(crate) const JSON_CONTENT_TYPE: HeaderValue = HeaderValue::from_static("application/json");
 

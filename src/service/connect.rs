@@ -36,7 +36,7 @@ use crate::deadline::{self, Deadline};
 use crate::handler::{AnswerForm, ResponseFuture};
 use crate::protocol::{Format, Protocol, Wire};
 use crate::response::ConnectHttpStatus;
-use crate::{metadata, spare_maps, status};
+use crate::{spare_maps, status};
 
 /// The most of a reply body that is not whole (a hosted service's, or one a layer replaced)
 /// gathered to answer a Connect unary call with.
@@ -52,19 +52,19 @@ fn prepare(
     default_timeout: Option<Duration>,
 ) -> Result<Option<Deadline>, Status> {
     let headers = request.headers();
-    if let Some(version) = metadata::header(headers, &connect::PROTOCOL_VERSION)
-        && version != "1"
-    {
-        return Err(Status::invalid_argument(format!(
-            "connect-protocol-version must be 1, not {:?}",
-            crate::status::excerpt(&String::from_utf8_lossy(version.as_bytes()))
-        )));
+    let mut timeout = None;
+    // One pass over the names, whose values are read only where they matter: a request has a
+    // few headers, and most have none of these.
+    for name in headers.keys() {
+        match name.as_str() {
+            connect::PROTOCOL_VERSION => check_version(headers.get(name))?,
+            connect::TIMEOUT_MS => {
+                timeout = headers.get(name).map(parse_timeout_ms).transpose()?;
+            }
+            other if other.ends_with("-bin") => check_binary_metadata(name, headers)?,
+            _ => {}
+        }
     }
-    check_binary_metadata(headers)?;
-    let timeout = match metadata::header(headers, &connect::TIMEOUT_MS) {
-        Some(value) => Some(parse_timeout_ms(value)?),
-        None => None,
-    };
     let timeout = match (timeout, default_timeout) {
         (Some(client), Some(server)) => Some(client.min(server)),
         (client, server) => client.or(server),
@@ -76,13 +76,21 @@ fn prepare(
     Ok(deadline)
 }
 
-/// Refuses a request whose binary metadata (a `-bin` header) is not base64, padded or not, as
+/// Refuses a `connect-protocol-version` other than 1, the one version there is.
+fn check_version(version: Option<&HeaderValue>) -> Result<(), Status> {
+    match version {
+        Some(version) if version != "1" => Err(Status::invalid_argument(format!(
+            "connect-protocol-version must be 1, not {:?}",
+            crate::status::excerpt(&String::from_utf8_lossy(version.as_bytes()))
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Refuses binary metadata (`name`, a `-bin` header) that is not base64, padded or not, as
 /// Connect asks: `INVALID_ARGUMENT`, before any handler reads it.
-fn check_binary_metadata(headers: &HeaderMap) -> Result<(), Status> {
-    for (name, value) in headers {
-        if !name.as_str().ends_with("-bin") {
-            continue;
-        }
+fn check_binary_metadata(name: &http::HeaderName, headers: &HeaderMap) -> Result<(), Status> {
+    for value in headers.get_all(name) {
         // Several values of one name may come joined by commas.
         let text = value.to_str().unwrap_or("\u{0}");
         if text
