@@ -163,6 +163,42 @@ async fn server_wide_layers_see_every_call_and_compose_with_tower_http() {
     server.stop().await;
 }
 
+/// The transport reads a request's `content-type` once for the router, except when a
+/// server-wide layer comes between: it may change the request, and the router then reads what
+/// the layer passed on. Here a layer mends a client that labels its JSON `application/proto`.
+#[tokio::test]
+async fn a_server_wide_layer_that_rewrites_the_content_type_is_heeded() {
+    let mend = tower::util::MapRequestLayer::new(|mut request: http::Request<_>| {
+        let headers = request.headers_mut();
+        if headers.get("x-really") == Some(&http::HeaderValue::from_static("json")) {
+            headers.insert(
+                "content-type",
+                http::HeaderValue::from_static("application/json"),
+            );
+        }
+        request
+    });
+    let server = TestServer::start(
+        Server::builder()
+            .layer(mend)
+            .add_service(GreeterServer::new(SleepyGreeter::default())),
+    )
+    .await;
+    let request = support::http1::request(
+        "POST",
+        "/helloworld.Greeter/SayHello",
+        "application/proto",
+        &[("x-really", "json"), ("connection", "close")],
+        br#"{"name":"mended"}"#,
+    );
+    let raw = support::http1::exchange(server.addr, &request).await;
+    let answer = support::http1::responses(&raw).remove(0);
+    assert_eq!(answer.status, 200, "{answer:?}");
+    assert_eq!(answer.header("content-type"), Some("application/json"));
+    assert_eq!(answer.body, br#"{"message":"Hello mended!"}"#);
+    server.stop().await;
+}
+
 /// Lets in callers with a token, naming them for the handler; refuses the others.
 fn authenticate(mut request: Request<()>) -> Result<Request<()>, Status> {
     let method = request.extensions().get::<CalledMethod>().unwrap();

@@ -13,6 +13,7 @@ use super::from_tower::{BoxError, FromTower, TowerService};
 use super::router::GrpcRouter;
 use crate::body::{RequestBody, ResponseBody};
 use crate::handler::ResponseFuture;
+use crate::protocol::Wire;
 
 /// Everything a [`Builder`](crate::Builder) hosts (services, server-wide layers, routing and
 /// its HTTP errors) as one service: what each connection calls, and what
@@ -53,14 +54,27 @@ impl FastService for Dispatcher {
     fn call(&self, request: http::Request<RequestBody>) -> ResponseFuture {
         // The match is in a function of its own: written here, it made the compiler copy the
         // request once more on its way to the router (docs/BENCHMARKS.md, issue 10).
-        self.inner.call(request)
+        self.inner.call(request, None)
+    }
+}
+
+impl Dispatcher {
+    /// Answers `request`, as [`call`](FastService::call) does, for a transport that read its
+    /// `wire` from its `content-type` already: the router does not read it again, unless a
+    /// server-wide layer, which may change the request, comes between.
+    pub(crate) fn call_read(
+        &self,
+        request: http::Request<RequestBody>,
+        wire: Option<Wire>,
+    ) -> ResponseFuture {
+        self.inner.call(request, wire)
     }
 }
 
 impl Inner {
-    fn call(&self, request: http::Request<RequestBody>) -> ResponseFuture {
+    fn call(&self, request: http::Request<RequestBody>, wire: Option<Wire>) -> ResponseFuture {
         match self {
-            Inner::Direct(router) => router.call(request),
+            Inner::Direct(router) => router.call(request, wire),
             Inner::Layered(stack) => {
                 // A layer's own refusal (a timeout, load shedding) is made in gRPC's form,
                 // outside the router that translates Connect's answers.

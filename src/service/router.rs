@@ -85,8 +85,13 @@ impl GrpcRouter {
 
     /// Answers `request`: HTTP errors for requests in no protocol the server speaks,
     /// `UNIMPLEMENTED` for unknown services, the service's own answer otherwise. A gRPC-Web or
-    /// Connect call is served as gRPC and its answer translated back (`web`, `connect`).
-    pub(crate) fn call(&self, request: http::Request<RequestBody>) -> ResponseFuture {
+    /// Connect call is served as gRPC and its answer translated back (`web`, `connect`). Its
+    /// `wire` is read from its `content-type` unless the caller did so already.
+    pub(crate) fn call(
+        &self,
+        request: http::Request<RequestBody>,
+        wire: Option<Wire>,
+    ) -> ResponseFuture {
         let headers = request.headers();
         if request.method() == http::Method::GET && request.uri().query().is_some() {
             return match connect::get_request(request) {
@@ -104,7 +109,7 @@ impl GrpcRouter {
                 None => crate::response::method_not_allowed(),
             });
         }
-        let Some(wire) = Wire::of_headers(headers) else {
+        let Some(wire) = wire.or_else(|| Wire::of_headers(headers)) else {
             return FastFuture::ok(crate::response::unsupported_media_type());
         };
         let web = match wire.protocol {

@@ -19,7 +19,7 @@ use super::connect_info::ConnectInfo;
 use crate::body::{RequestBody, ResponseBody};
 use crate::deadline::{self, Deadline};
 use crate::handler::{Panic, ResponseFuture, panic_status};
-use crate::service::FastService;
+use crate::protocol::Wire;
 
 /// How starting a call went: it answered at once (the response, and the deadline still ahead
 /// of its reply body), or it waits, and its transport finishes it (see [`finish_call`]).
@@ -27,12 +27,14 @@ pub(crate) type Started =
     crate::http2::Started<(http::Response<ResponseBody>, Option<Deadline>), ResponseFuture>;
 
 /// Starts a call: unless its `deadline` has passed, gives it what handlers may read of the
-/// connection and calls the service (a panic answers `INTERNAL`).
+/// connection and calls the service (a panic answers `INTERNAL`). `wire` is the request's, if
+/// the transport read it already.
 pub(crate) fn start_call(
     shared: &Shared,
     connect_info: Option<&ConnectInfo>,
     mut request: http::Request<RequestBody>,
     deadline: Option<Deadline>,
+    wire: Option<Wire>,
 ) -> Started {
     if deadline::expired(deadline) {
         // Its client has stopped waiting: the call is not started.
@@ -41,8 +43,9 @@ pub(crate) fn start_call(
     if let Some(info) = connect_info {
         give_connect_info(request.extensions_mut(), info);
     }
-    let response = panic::catch_unwind(AssertUnwindSafe(|| shared.service.call(request)))
-        .unwrap_or_else(|panic| ResponseFuture::ok(panic_response(panic)));
+    let response =
+        panic::catch_unwind(AssertUnwindSafe(|| shared.service.call_read(request, wire)))
+            .unwrap_or_else(|panic| ResponseFuture::ok(panic_response(panic)));
     match response.into_ready() {
         Ok(Ok(_)) if deadline::expired(deadline) => {
             Started::Ready((crate::response::status(&deadline::exceeded()), None))

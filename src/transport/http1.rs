@@ -175,6 +175,8 @@ struct Call {
     connect_info: Option<ConnectInfo>,
     head: http::request::Parts,
     deadline: Option<Deadline>,
+    /// What its `content-type` names, read once here for the router too.
+    wire: Option<Wire>,
 }
 
 /// The body read so far.
@@ -258,10 +260,11 @@ impl Future for Answer {
                         connect_info,
                         head,
                         deadline,
+                        wire,
                     } = call;
                     let body = RequestBody::complete(read.into_bytes());
                     let request = http::Request::from_parts(head, body);
-                    match start_call(&shared, connect_info.as_ref(), request, deadline) {
+                    match start_call(&shared, connect_info.as_ref(), request, deadline, wire) {
                         Started::Ready((response, _)) => return Poll::Ready(Ok(response)),
                         Started::Pending(response) => {
                             *this.stage = Stage::Calling(response);
@@ -351,7 +354,8 @@ fn answer(
     };
     // Refused at once, but only once the request's body is read: hyper would close the
     // connection under a client still sending it, which then sees a broken pipe, not the answer.
-    let refusal = match Wire::of_headers(request.headers()) {
+    let wire = Wire::of_headers(request.headers());
+    let refusal = match wire {
         // The router's own test, so both transports agree on what gRPC is.
         Some(wire) if wire.protocol == Protocol::Grpc => {
             Some(crate::response::http_version_not_supported())
@@ -391,13 +395,14 @@ fn answer(
                     connect_info: connect_info.cloned(),
                     head,
                     deadline,
+                    wire,
                 }),
             },
             deadline: sleep,
         };
     }
     let request = http::Request::from_parts(head, RequestBody::new(body));
-    match start_call(shared, connect_info, request, deadline) {
+    match start_call(shared, connect_info, request, deadline, wire) {
         Started::Ready((response, _)) => ready(response),
         Started::Pending(response) => Answer {
             stage: Stage::Calling(response),

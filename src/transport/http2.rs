@@ -114,7 +114,13 @@ impl Calls for ServerCalls {
         let request = http::Request::from_parts(head, body);
         // Adaptive inline reads this clock for the call's cost (`handler::clock`).
         clock::open_call(now);
-        let started = start_call(&self.shared, self.connect_info.as_ref(), request, deadline);
+        let started = start_call(
+            &self.shared,
+            self.connect_info.as_ref(),
+            request,
+            deadline,
+            None,
+        );
         (started, clock::close_call())
     }
 
