@@ -119,7 +119,7 @@ impl GrpcRouter {
             }
             Protocol::GrpcWeb | Protocol::GrpcWebText => Web::of(wire),
         };
-        let cors = self.cors_headers(headers);
+        let cors = self.cors_headers(headers).unwrap_or_default();
         match web.grpc_request(request) {
             Ok(request) => self
                 .serve(request)
@@ -134,9 +134,9 @@ impl GrpcRouter {
         let response = connect::serve(request, wire, self.default_timeout, |request, form| {
             self.serve_in(request, form)
         });
-        if cors.is_empty() {
+        let Some(cors) = cors else {
             return response;
-        }
+        };
         response.map(move |mut response| {
             response.headers_mut().extend(cors);
             response
@@ -144,13 +144,13 @@ impl GrpcRouter {
     }
 
     /// What lets the page that sent a request with `headers` read its answer: computed while
-    /// the request is at hand; empty (no allocation) for a call from the server's own origin.
-    fn cors_headers(&self, headers: &HeaderMap) -> HeaderMap {
+    /// the request is at hand; none for a call from the server's own origin (no `origin`) or
+    /// one the server's CORS does not let read it.
+    fn cors_headers(&self, headers: &HeaderMap) -> Option<HeaderMap> {
+        let origin = web::origin(headers)?;
         let mut cors = HeaderMap::new();
-        if let Some(origin) = web::origin(headers) {
-            self.cors.answer(origin, &mut cors);
-        }
-        cors
+        self.cors.answer(origin, &mut cors);
+        (!cors.is_empty()).then_some(cors)
     }
 
     /// Who may call the gRPC-Web and Connect methods from pages of other origins.
