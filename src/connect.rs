@@ -164,20 +164,20 @@ pub(crate) fn error_response(status: &Status) -> http::Response<ResponseBody> {
 
 /// A successful unary call's answer: HTTP 200 and `message`, the bare reply (compressed with
 /// `encoding`, if it names one); `headers`, the reply's metadata, with the `content-type` of
-/// `format` and the `content-encoding`; and the metadata of `trailers` (gRPC's own names left
-/// out) as `trailer-` headers.
+/// `format` and the `content-encoding`; and the metadata of `trailers`, if any (gRPC's own names
+/// left out), as `trailer-` headers.
 pub(crate) fn unary_answer(
     mut headers: HeaderMap,
     message: Bytes,
     format: Format,
     encoding: Option<HeaderValue>,
-    trailers: &HeaderMap,
+    trailers: Option<&HeaderMap>,
 ) -> http::Response<ResponseBody> {
     if let Some(encoding) = encoding {
         headers.insert(CONTENT_ENCODING, encoding);
     }
     headers.insert(CONTENT_TYPE, unary_content_type(format));
-    for (name, value) in trailers {
+    for (name, value) in trailers.into_iter().flatten() {
         if name.as_str().starts_with("grpc-") {
             continue;
         }

@@ -40,12 +40,11 @@ pub(crate) fn header<'a>(headers: &'a HeaderMap, name: &HeaderName) -> Option<&'
 pub struct Trailers(pub MetadataMap);
 
 impl Trailers {
-    /// Takes the trailing metadata out of a response's extensions, empty if none was set.
-    pub(crate) fn take(extensions: &mut http::Extensions) -> http::HeaderMap {
+    /// Takes the trailing metadata out of a response's extensions, if any was set.
+    pub(crate) fn take(extensions: &mut http::Extensions) -> Option<http::HeaderMap> {
         extensions
             .remove::<Trailers>()
             .map(|trailers| trailers.0.into_headers())
-            .unwrap_or_default()
     }
 }
 

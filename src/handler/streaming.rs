@@ -158,7 +158,7 @@ where
         held: None,
         ended: false,
     };
-    let trailers = Trailers::take(&mut extensions);
+    let trailers = Trailers::take(&mut extensions).unwrap_or_default();
     let mut response = http::Response::new(ResponseBody::streaming(Box::pin(frames), trailers));
     *response.headers_mut() = reply_headers(metadata, codec);
     *response.extensions_mut() = extensions;

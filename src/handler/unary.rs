@@ -176,7 +176,7 @@ pub(super) fn marshal<M: Message + Serialize + 'static>(
     let trailers = Trailers::take(&mut extensions);
     let mut response = match form {
         AnswerForm::Grpc => {
-            let trailers = status::ok_trailers(trailers);
+            let trailers = status::ok_trailers(trailers.unwrap_or_default());
             let mut response = http::Response::new(ResponseBody::unary(frame, trailers));
             *response.headers_mut() = reply_headers(metadata, codec);
             response
@@ -189,13 +189,13 @@ pub(super) fn marshal<M: Message + Serialize + 'static>(
                 headers.insert(http::header::ACCEPT_ENCODING, accepted);
             }
             let encoding = codec.encoding.filter(|_| compressed);
-            let trailers = status::sanitized(trailers);
+            let trailers = trailers.map(status::sanitized);
             crate::connect::unary_answer(
                 headers,
                 frame,
                 codec.format,
                 encoding.map(CompressionEncoding::header_value),
-                &trailers,
+                trailers.as_ref(),
             )
         }
     };

@@ -354,10 +354,12 @@ fn whole(
     } else {
         None
     };
-    let trailers = trailers.unwrap_or_default();
     let headers = connect::metadata_only(headers);
-    let mut response = connect::unary_answer(headers, frame, wire.format, encoding, &trailers);
-    spare_maps::give_back(trailers);
+    let mut response =
+        connect::unary_answer(headers, frame, wire.format, encoding, trailers.as_ref());
+    if let Some(trailers) = trailers {
+        spare_maps::give_back(trailers);
+    }
     *response.extensions_mut() = head.extensions;
     response
 }
