@@ -258,6 +258,10 @@ fn unary_response(
     deadline: Option<Deadline>,
     wire: Wire,
 ) -> ResponseFuture {
+    if deadline.is_none() && form != AnswerForm::Grpc {
+        // Already in Connect's form, and no deadline to hold it to: the answer as it is.
+        return response;
+    }
     within_deadline(
         response,
         deadline,
