@@ -2,7 +2,8 @@
 # The Connect project's Node client (@connectrpc/connect-node, from npm) against fastgrpc's
 # interop_server example: Connect, gRPC and gRPC-Web, binary and JSON, HTTP/1.1 and HTTP/2
 # (client.mjs). Installs its npm packages here (package-lock.json), generates the client code
-# with buf and protoc-gen-es (npm packages too), then runs the cases. Loopback only.
+# with buf and protoc-gen-es (npm packages too), then runs the cases; then the essentials again
+# through `buf curl` (buf_curl.mjs: connect-go's client). Loopback only.
 #
 #   bash interop/connect/run.sh
 #
@@ -34,6 +35,8 @@ done
 
 status=0
 timeout 300 node client.mjs "$port" || status=$?
+# A second client of the ecosystem, written in Go: connect-go's, inside `buf curl`.
+timeout 300 node buf_curl.mjs "$port" || status=$?
 if ((status != 0)); then
   echo "server log:" >&2
   tail -n 50 "$log" >&2
