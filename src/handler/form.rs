@@ -8,7 +8,7 @@
 //!
 //! The question travels beside the call rather than in the request: an extension would cost a
 //! hashed insert and remove on every call, and what the request carries is the user's to read.
-//! It is one flag of the thread, set for the length of the router's synchronous call into the
+//! It is one value of the thread, set for the length of the router's synchronous call into the
 //! service. The first unary handler to start in that time takes it and then must answer every
 //! outcome (reply, failure, panic) in Connect's form; the router reads afterwards whether one
 //! did, and translates if not (a streaming handler answered, an interceptor refused, or the
@@ -95,9 +95,9 @@ impl AnswerForm {
 
 /// Runs `serve`, asking the unary handler it starts (if it starts one) to answer a Connect unary
 /// call in `format` in Connect's form; gives `serve`'s answer and whether a handler took the
-/// question. What the thread was
-/// asking before comes back afterwards, even if `serve` panics, so a nested router call (a
-/// handler calling another service in-process) leaves the outer one's question as it was.
+/// question. What the thread was asking before comes back afterwards, even if `serve` panics,
+/// so a nested router call (a handler calling another service in-process) leaves the outer
+/// one's question as it was.
 pub(crate) fn asking<T>(format: Format, serve: impl FnOnce() -> T) -> (T, AnswerForm) {
     /// Puts the outer question back, also when unwinding.
     struct Restore(Asking);
