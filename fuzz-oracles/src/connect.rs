@@ -60,11 +60,15 @@ fn round_trip<M: Serialize + DeserializeOwned + 'static>(json: &[u8]) {
 //   kind bits 0-1: unary proto, unary JSON, streaming proto, streaming JSON;
 //   kind bit 2: the body is a GET's query instead (to `Echo`, which has no side effects)
 //   kind bit 3: the method is `EchoWellKnown` instead of `Echo`
+//   kind bit 4: a POST carries one of Connect's request headers, named by bits 5-6
+//     (`connect-timeout-ms`, `connect-protocol-version`, binary metadata `x-data-bin`,
+//     `connect-timeout-ms`), its value the body's first line; the rest is the body
 
 /// A Connect call of any body through a server's `Dispatcher` hosting `jsontest.JsonTest`,
 /// whose methods echo: a unary answer is the request's message or a JSON error with a known
 /// code; a streaming answer is HTTP 200, the request's messages echoed, then the end-of-stream
-/// envelope.
+/// envelope. A malformed `connect-timeout-ms` (not 1 to 10 ASCII digits) or
+/// `connect-protocol-version` (not `1`) is `invalid_argument`, and nothing is echoed.
 pub fn connect_call(data: &[u8]) {
     let [kind, body @ ..] = data else {
         return;
@@ -80,6 +84,14 @@ pub fn connect_call(data: &[u8]) {
         2 => ("application/connect+proto", true, false),
         _ => ("application/connect+json", true, true),
     };
+    let (header, body) = if kind & 16 != 0 && kind & 4 == 0 {
+        let Some((header, body)) = connect_header(*kind, body) else {
+            return;
+        };
+        (Some(header), body)
+    } else {
+        (None, body)
+    };
     let dispatcher = fastgrpc::Server::builder()
         .add_service(JsonTestServer::new(protos::JsonEcho))
         .into_dispatcher();
@@ -94,10 +106,14 @@ pub fn connect_call(data: &[u8]) {
         };
         request
     } else {
-        http::Request::post(format!("/jsontest.JsonTest/{method}"))
+        let mut request = http::Request::post(format!("/jsontest.JsonTest/{method}"))
             .header(http::header::CONTENT_TYPE, content_type)
             .body(RequestBody::complete(Bytes::copy_from_slice(body)))
-            .expect("a valid request")
+            .expect("a valid request");
+        if let Some(ConnectHeader { name, value, .. }) = &header {
+            request.headers_mut().insert(*name, value.clone());
+        }
+        request
     };
     let get = kind & 4 != 0;
     let response = ready(dispatcher.call(request), "a call of an echo").expect("infallible");
@@ -112,13 +128,17 @@ pub fn connect_call(data: &[u8]) {
         );
         return;
     }
+    let refused = header.is_some_and(|header| header.valid == Some(false));
     if streaming {
         assert_eq!(status, 200, "a streaming answer is 200 whatever its status");
         let answered = envelopes(&answer).expect("the answer is whole envelopes");
         let (end, messages) = answered.split_last().expect("an end-of-stream envelope");
         assert_eq!(end.0, 0x02, "the last envelope ends the stream");
         let end: serde_json::Value = serde_json::from_slice(&end.1).expect("JSON");
-        if let Some(code) = end.get("error").and_then(|error| error.get("code")) {
+        if refused {
+            assert_eq!(end["error"]["code"], "invalid_argument", "{end}");
+            assert!(messages.is_empty(), "nothing is echoed");
+        } else if let Some(code) = end.get("error").and_then(|error| error.get("code")) {
             assert!(CODES.contains(&code.as_str().unwrap_or_default()), "{end}");
         } else {
             // Echoed: every request envelope's message, as the server reads it.
@@ -131,7 +151,11 @@ pub fn connect_call(data: &[u8]) {
         }
         return;
     }
-    if status == 200 {
+    if refused {
+        assert_eq!(status, 400, "a malformed Connect header is a bad request");
+        let error: serde_json::Value = serde_json::from_slice(&answer).expect("a JSON error");
+        assert_eq!(error["code"], "invalid_argument", "{error}");
+    } else if status == 200 {
         assert_eq!(
             headers[http::header::CONTENT_TYPE],
             HeaderValue::from_static(content_type)
@@ -142,6 +166,32 @@ pub fn connect_call(data: &[u8]) {
         let code = error["code"].as_str().unwrap_or_default();
         assert!(CODES.contains(&code), "{error}");
     }
+}
+
+/// One of Connect's request headers, and whether its value is well-formed (`None`: not judged
+/// here; binary metadata's base64 has its own unit tests).
+#[derive(Clone)]
+struct ConnectHeader {
+    name: &'static str,
+    value: HeaderValue,
+    valid: Option<bool>,
+}
+
+/// The header `kind` names, its value `body`'s first line, and the rest of `body`; `None` if
+/// the line is no header value.
+fn connect_header(kind: u8, body: &[u8]) -> Option<(ConnectHeader, &[u8])> {
+    let end = body.iter().position(|&b| b == b'\n').unwrap_or(body.len());
+    let (line, rest) = (&body[..end], body.get(end + 1..).unwrap_or_default());
+    let value = HeaderValue::from_bytes(line).ok()?;
+    let (name, valid) = match (kind >> 5) & 3 {
+        1 => ("connect-protocol-version", Some(line == b"1")),
+        2 => ("x-data-bin", None),
+        _ => (
+            "connect-timeout-ms",
+            Some((1..=10).contains(&line.len()) && line.iter().all(u8::is_ascii_digit)),
+        ),
+    };
+    Some((ConnectHeader { name, value, valid }, rest))
 }
 
 /// Connect's code names.
