@@ -917,7 +917,7 @@ mod tests {
         );
 
         // The header reaches the client: it is in the trailers-only response.
-        let response = crate::response::status(&status);
+        let response = crate::protocol::grpc::status(&status);
         assert_eq!(response.headers()["grpc-accept-encoding"], "identity");
         assert_eq!(response.headers()["grpc-status"], "12");
     }

@@ -420,26 +420,6 @@ pub(crate) fn idle_timeout_status(duration: Duration) -> Status {
     ))
 }
 
-/// The call's deadline, from `grpc-timeout` and the server's default, put where handlers see
-/// it (the request head's extensions). A malformed `grpc-timeout` is an error.
-pub(crate) fn call_deadline(
-    head: &mut http::request::Parts,
-    default_timeout: Option<Duration>,
-) -> Result<Option<Deadline>, Status> {
-    let timeout = match request_timeout(&head.headers, default_timeout) {
-        Ok(None) => return Ok(None),
-        // A Connect call's deadline is the router's to enforce, so that it is answered in
-        // Connect's form (`service::connect`); `grpc-timeout` is not Connect's header.
-        _ if crate::protocol::Wire::of_request(&head.headers).is_connect() => return Ok(None),
-        timeout => timeout?,
-    };
-    let deadline = timeout.map(Deadline::after);
-    if let Some(deadline) = deadline {
-        head.extensions.insert(deadline);
-    }
-    Ok(deadline)
-}
-
 /// Completes when `deadline` passes; never without one.
 pub(crate) async fn passes(deadline: Option<Deadline>) {
     match deadline {

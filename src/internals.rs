@@ -6,11 +6,11 @@
 /// gRPC message framing: the unary decode and encode steps, a request stream's decoder, and
 /// messages as ProtoJSON.
 pub mod codec {
+    pub use crate::codec::Format;
     pub use crate::codec::json::{decode as decode_json, write as write_json};
     pub use crate::codec::{
         DEFAULT_MAX_RECEIVE_MESSAGE_SIZE, FRAME_HEADER_LEN, decode_unary, encode, encode_reply,
     };
-    pub use crate::protocol::Format;
     use crate::service::RequestBody;
     use crate::{CompressionEncoding, Streaming};
 
@@ -25,7 +25,7 @@ pub mod codec {
             body,
             max_message_size,
             encoding,
-            crate::protocol::Format::Proto,
+            crate::codec::Format::Proto,
         )
     }
 }
@@ -45,7 +45,7 @@ pub mod deadline {
 
 /// A trailers-only response carrying a status.
 pub mod response {
-    pub use crate::response::status;
+    pub use crate::protocol::grpc::status;
 }
 
 /// The HTTP/2 engine's frame parser.

@@ -9,7 +9,6 @@
 mod body;
 mod codec;
 mod compression;
-mod connect;
 mod deadline;
 mod future;
 mod handler;
@@ -19,7 +18,6 @@ mod metadata;
 mod metrics;
 mod observe;
 mod protocol;
-mod response;
 mod server;
 pub mod service;
 mod spare_maps;

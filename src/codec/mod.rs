@@ -20,7 +20,16 @@ use serde::de::DeserializeOwned;
 use tonic::Status;
 
 use crate::compression::{self, CompressionEncoding};
-use crate::protocol::Format;
+
+/// How messages are encoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Format {
+    /// Protobuf's binary encoding.
+    #[default]
+    Proto,
+    /// ProtoJSON, the canonical JSON mapping of proto3.
+    Json,
+}
 
 /// Length of the frame prefix: compressed flag (1 byte) and message length (4 bytes).
 pub const FRAME_HEADER_LEN: usize = 5;

@@ -20,11 +20,11 @@ use tonic::Status;
 
 use serde::de::DeserializeOwned;
 
+use super::Format;
 use super::{FRAME_HEADER_LEN, FrameHeader, decode_message};
 use crate::body::RequestBody;
 use crate::compression::CompressionEncoding;
 use crate::deadline::{IdleTimeout, idle_timeout_status};
-use crate::protocol::Format;
 
 /// Received bytes not yet decoded.
 ///

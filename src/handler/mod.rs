@@ -41,7 +41,7 @@ pub type ResponseFuture = FastFuture<http::Response<ResponseBody>, Infallible>;
 
 /// The answer to a method the service does not have: trailers-only `UNIMPLEMENTED`.
 pub fn unimplemented_method(path: &str) -> ResponseFuture {
-    FastFuture::ok(crate::response::unknown_route(format!(
+    FastFuture::ok(crate::protocol::grpc::unknown_route(format!(
         "method not found: {}",
         status::excerpt(path)
     )))
@@ -268,11 +268,11 @@ fn respond(
     let failed = move |status: Status| {
         let (mut response, accept) = match form {
             AnswerForm::Grpc => (
-                crate::response::status(&status),
+                crate::protocol::grpc::status(&status),
                 compression::GRPC_ACCEPT_ENCODING,
             ),
             AnswerForm::Connect(_) => (
-                crate::connect::error_response(&status),
+                crate::protocol::connect::error_response(&status),
                 http::header::ACCEPT_ENCODING,
             ),
         };

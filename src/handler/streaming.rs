@@ -106,7 +106,7 @@ where
 fn refuse_bare(request: &http::Request<RequestBody>) -> Option<ResponseFuture> {
     crate::protocol::Wire::of_request(request.headers())
         .bare()
-        .then(|| FastFuture::ok(crate::response::unary_protocol_for_streaming_method()))
+        .then(|| FastFuture::ok(crate::protocol::grpc::unary_protocol_for_streaming_method()))
 }
 
 /// The steps of every call with a request stream: negotiate the encodings, then `impl` with a
@@ -260,7 +260,7 @@ mod tests {
 
     fn codec(encoding: Option<CompressionEncoding>) -> ReplyCodec {
         ReplyCodec {
-            format: crate::protocol::Format::Proto,
+            format: crate::codec::Format::Proto,
             encoding,
             max_message_size: 4 * 1024 * 1024,
             announce: EncodingList::default(),

@@ -44,7 +44,7 @@ where
 {
     // Only Connect sends GET, and only to methods without side effects.
     if request.method() == http::Method::GET && !config.no_side_effects {
-        return FastFuture::ok(crate::response::get_for_method_with_side_effects());
+        return FastFuture::ok(crate::protocol::grpc::get_for_method_with_side_effects());
     }
     // Taken before anything can fail: once taken, every answer is in the form asked for.
     let form = AnswerForm::take();
@@ -190,7 +190,7 @@ pub(super) fn marshal<M: Message + Serialize + 'static>(
             }
             let encoding = codec.encoding.filter(|_| compressed);
             let trailers = trailers.map(status::sanitized);
-            crate::connect::unary_answer(
+            crate::protocol::connect::unary_answer(
                 headers,
                 frame,
                 codec.format,

@@ -26,16 +26,16 @@ use http::{HeaderMap, HeaderValue};
 use http_body::Body as _;
 use tonic::{Code, Status};
 
-use super::in_band::{InBand, in_band};
 use crate::FastFuture;
 use crate::body::{RequestBody, ResponseBody};
 use crate::codec::FRAME_HEADER_LEN;
 use crate::compression::{EncodingHeaders, GRPC_ENCODING};
-use crate::connect;
 use crate::deadline::{self, Deadline};
 use crate::handler::{AnswerForm, ResponseFuture};
+use crate::protocol::connect;
+use crate::protocol::grpc::ConnectHttpStatus;
+use crate::protocol::in_band::{InBand, in_band};
 use crate::protocol::{Format, Protocol, Wire};
-use crate::response::ConnectHttpStatus;
 use crate::{spare_maps, status};
 
 /// The most of a reply body that is not whole (a hosted service's, or one a layer replaced)

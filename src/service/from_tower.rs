@@ -88,7 +88,7 @@ impl<S: TowerService> FastService for FromTower<S> {
             Ok::<_, Infallible>(
                 called
                     .await
-                    .unwrap_or_else(|status| crate::response::status(&status)),
+                    .unwrap_or_else(|status| crate::protocol::grpc::status(&status)),
             )
         })
     }

@@ -175,13 +175,13 @@ impl<S: FastService, I: Interceptor> FastService for Intercepted<S, I> {
         };
         match self.interceptor.intercept(head).into_ready() {
             Ok(Ok(head)) => self.service.call(resume(head)),
-            Ok(Err(status)) => FastFuture::ok(crate::response::status(&status)),
+            Ok(Err(status)) => FastFuture::ok(crate::protocol::grpc::status(&status)),
             Err(pending) => {
                 let service = Arc::clone(&self.service);
                 FastFuture::boxed(async move {
                     match pending.await {
                         Ok(head) => service.call(resume(head)).await,
-                        Err(status) => Ok(crate::response::status(&status)),
+                        Err(status) => Ok(crate::protocol::grpc::status(&status)),
                     }
                 })
             }

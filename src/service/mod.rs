@@ -10,14 +10,14 @@
 // engine carries a call.
 
 mod connect;
+mod cors;
 mod dispatch;
 mod for_tonic;
 mod from_tower;
-mod in_band;
 mod intercept;
 mod router;
-pub(crate) mod web;
 
+pub use self::cors::Cors;
 pub use self::dispatch::Dispatcher;
 pub(crate) use self::dispatch::{Boxed, Layers};
 pub use self::for_tonic::ForTonic;
@@ -27,7 +27,6 @@ pub use self::intercept::{
     AsyncInterceptor, CalledMethod, Intercepted, Interceptor, async_interceptor,
 };
 pub(crate) use self::router::GrpcRouter;
-pub use self::web::Cors;
 pub use crate::body::{RequestBody, ResponseBody};
 pub use crate::handler::ResponseFuture;
 

@@ -5,13 +5,14 @@ use std::fmt;
 
 use super::FastService;
 use super::connect;
-use super::web::{self, Cors, Web};
+use super::cors::{self, Cors};
 use crate::FastFuture;
 use crate::body::RequestBody;
 use crate::handler::{AnswerForm, ResponseFuture};
 #[cfg(feature = "opentelemetry")]
 use crate::metrics::{CallMeter, Instruments, MethodMetrics};
 use crate::observe::Observed;
+use crate::protocol::web::Web;
 use crate::protocol::{Protocol, Wire};
 use crate::status;
 use http::HeaderMap;
@@ -96,21 +97,23 @@ impl GrpcRouter {
         if request.method() == http::Method::GET && request.uri().query().is_some() {
             return match connect::get_request(request) {
                 Some(Ok((request, wire))) => self.serve_connect(request, wire),
-                Some(Err(status)) => FastFuture::ok(crate::connect::error_response(&status)),
-                None => FastFuture::ok(crate::response::method_not_allowed()),
+                Some(Err(status)) => {
+                    FastFuture::ok(crate::protocol::connect::error_response(&status))
+                }
+                None => FastFuture::ok(crate::protocol::http_error::method_not_allowed()),
             };
         }
         if request.method() != http::Method::POST {
             // A browser asking whether a page of another origin may call.
             let preflight = request.method() == http::Method::OPTIONS
                 && headers.contains_key(http::header::ACCESS_CONTROL_REQUEST_METHOD);
-            return FastFuture::ok(match web::origin(headers).filter(|_| preflight) {
+            return FastFuture::ok(match cors::origin(headers).filter(|_| preflight) {
                 Some(origin) => self.cors.preflight(origin, headers),
-                None => crate::response::method_not_allowed(),
+                None => crate::protocol::http_error::method_not_allowed(),
             });
         }
         let Some(wire) = wire.or_else(|| Wire::of_headers(headers)) else {
-            return FastFuture::ok(crate::response::unsupported_media_type());
+            return FastFuture::ok(crate::protocol::http_error::unsupported_media_type());
         };
         let web = match wire.protocol {
             Protocol::Grpc => return self.serve(request),
@@ -124,7 +127,9 @@ impl GrpcRouter {
             Ok(request) => self
                 .serve(request)
                 .map(move |response| web.web_response(response, cors)),
-            Err(status) => FastFuture::ok(web.web_response(crate::response::status(&status), cors)),
+            Err(status) => {
+                FastFuture::ok(web.web_response(crate::protocol::grpc::status(&status), cors))
+            }
         }
     }
 
@@ -147,7 +152,7 @@ impl GrpcRouter {
     /// the request is at hand; none for a call from the server's own origin (no `origin`) or
     /// one the server's CORS does not let read it.
     fn cors_headers(&self, headers: &HeaderMap) -> Option<HeaderMap> {
-        let origin = web::origin(headers)?;
+        let origin = cors::origin(headers)?;
         let mut cors = HeaderMap::new();
         self.cors.answer(origin, &mut cors);
         (!cors.is_empty()).then_some(cors)
@@ -217,7 +222,7 @@ fn serve_route(route: Option<&Route>, request: http::Request<RequestBody>) -> Re
         Some(route) => route.service.call(request),
         None => {
             let path = request.uri().path();
-            FastFuture::ok(crate::response::unknown_route(format!(
+            FastFuture::ok(crate::protocol::grpc::unknown_route(format!(
                 "service not found: {}",
                 status::excerpt(service_name(path).unwrap_or(path))
             )))

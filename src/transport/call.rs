@@ -11,6 +11,7 @@
 use std::future::Future;
 use std::panic::{self, AssertUnwindSafe};
 use std::pin::pin;
+use std::time::Duration;
 
 use futures_util::FutureExt;
 
@@ -20,6 +21,7 @@ use crate::body::{RequestBody, ResponseBody};
 use crate::deadline::{self, Deadline};
 use crate::handler::{Panic, ResponseFuture, panic_status};
 use crate::protocol::Wire;
+use tonic::Status;
 
 /// How starting a call went: it answered at once (the response, and the deadline still ahead
 /// of its reply body), or it waits, and its transport finishes it (see [`finish_call`]).
@@ -38,7 +40,7 @@ pub(crate) fn start_call(
 ) -> Started {
     if deadline::expired(deadline) {
         // Its client has stopped waiting: the call is not started.
-        return Started::Ready((crate::response::status(&deadline::exceeded()), None));
+        return Started::Ready((crate::protocol::grpc::status(&deadline::exceeded()), None));
     }
     if let Some(info) = connect_info {
         give_connect_info(request.extensions_mut(), info);
@@ -48,7 +50,7 @@ pub(crate) fn start_call(
             .unwrap_or_else(|panic| ResponseFuture::ok(panic_response(panic)));
     match response.into_ready() {
         Ok(Ok(_)) if deadline::expired(deadline) => {
-            Started::Ready((crate::response::status(&deadline::exceeded()), None))
+            Started::Ready((crate::protocol::grpc::status(&deadline::exceeded()), None))
         }
         Ok(Ok(response)) => Started::Ready((response, deadline)),
         Ok(Err(never)) => match never {},
@@ -87,7 +89,7 @@ pub(crate) async fn finish_call<R: std::fmt::Debug>(
     reset: impl Future<Output = R>,
 ) -> Option<(http::Response<ResponseBody>, Option<Deadline>)> {
     let response = if deadline::expired(deadline) {
-        Ok(Ok(crate::response::status(&deadline::exceeded())))
+        Ok(Ok(crate::protocol::grpc::status(&deadline::exceeded())))
     } else {
         let mut response = pin!(AssertUnwindSafe(response).catch_unwind());
         // The call first: a handler reading its requests sees a reset as CANCELLED.
@@ -98,12 +100,12 @@ pub(crate) async fn finish_call<R: std::fmt::Debug>(
                 tracing::debug!(?reason, "client reset the stream; dropping its call");
                 return None;
             }
-            () = deadline::passes(deadline) => Ok(Ok(crate::response::status(&deadline::exceeded()))),
+            () = deadline::passes(deadline) => Ok(Ok(crate::protocol::grpc::status(&deadline::exceeded()))),
         }
     };
     Some(match response {
         Ok(Ok(_)) if deadline::expired(deadline) => {
-            (crate::response::status(&deadline::exceeded()), None)
+            (crate::protocol::grpc::status(&deadline::exceeded()), None)
         }
         Ok(Ok(response)) => (response, deadline),
         Ok(Err(never)) => match never {},
@@ -111,7 +113,27 @@ pub(crate) async fn finish_call<R: std::fmt::Debug>(
     })
 }
 
+/// The call's deadline, from `grpc-timeout` and the server's default, put where handlers see
+/// it (the request head's extensions). A malformed `grpc-timeout` is an error.
+pub(crate) fn call_deadline(
+    head: &mut http::request::Parts,
+    default_timeout: Option<Duration>,
+) -> Result<Option<Deadline>, Status> {
+    let timeout = match deadline::request_timeout(&head.headers, default_timeout) {
+        Ok(None) => return Ok(None),
+        // A Connect call's deadline is the router's to enforce, so that it is answered in
+        // Connect's form (`service::connect`); `grpc-timeout` is not Connect's header.
+        _ if crate::protocol::Wire::of_request(&head.headers).is_connect() => return Ok(None),
+        timeout => timeout?,
+    };
+    let deadline = timeout.map(Deadline::after);
+    if let Some(deadline) = deadline {
+        head.extensions.insert(deadline);
+    }
+    Ok(deadline)
+}
+
 /// A handler panicked: the call ends with `INTERNAL`; the connection and its other calls live on.
 pub(crate) fn panic_response(panic: Panic) -> http::Response<ResponseBody> {
-    crate::response::status(&panic_status(panic))
+    crate::protocol::grpc::status(&panic_status(panic))
 }

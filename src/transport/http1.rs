@@ -340,7 +340,7 @@ fn expired(deadline: Pin<&mut Option<Sleep>>, cx: &mut Context<'_>) -> bool {
 }
 
 fn exceeded() -> http::Response<ResponseBody> {
-    crate::response::status(&deadline::exceeded())
+    crate::protocol::grpc::status(&deadline::exceeded())
 }
 
 fn answer(
@@ -358,10 +358,10 @@ fn answer(
     let refusal = match wire {
         // The router's own test, so both transports agree on what gRPC is.
         Some(wire) if wire.protocol == Protocol::Grpc => {
-            Some(crate::response::http_version_not_supported())
+            Some(crate::protocol::http_error::http_version_not_supported())
         }
         None if request.method() == http::Method::POST => {
-            Some(crate::response::unsupported_media_type())
+            Some(crate::protocol::http_error::unsupported_media_type())
         }
         _ => None,
     };
@@ -376,9 +376,9 @@ fn answer(
         };
     }
     let (mut head, body) = request.into_parts();
-    let deadline = match deadline::call_deadline(&mut head, shared.default_timeout) {
+    let deadline = match super::call::call_deadline(&mut head, shared.default_timeout) {
         Ok(deadline) => deadline,
-        Err(status) => return ready(crate::response::status(&status)),
+        Err(status) => return ready(crate::protocol::grpc::status(&status)),
     };
     let sleep = deadline.map(|deadline| tokio::time::sleep_until(deadline.instant()));
     let small = head.method == http::Method::POST

@@ -85,8 +85,8 @@ impl Calls for ServerCalls {
         &self,
         head: &mut http::request::Parts,
     ) -> Result<Option<Deadline>, http::Response<ResponseBody>> {
-        deadline::call_deadline(head, self.shared.default_timeout)
-            .map_err(|status| crate::response::status(&status))
+        super::call::call_deadline(head, self.shared.default_timeout)
+            .map_err(|status| crate::protocol::grpc::status(&status))
     }
 
     fn expires(deadline: &Deadline) -> Instant {

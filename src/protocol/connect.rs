@@ -13,7 +13,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use tonic::{Code, Status};
 
 use crate::body::ResponseBody;
-use crate::protocol::Format;
+use crate::codec::Format;
 
 /// `connect-protocol-version`: a request may say which version it speaks; only 1 exists.
 pub(crate) const PROTOCOL_VERSION: &str = "connect-protocol-version";

@@ -24,11 +24,6 @@ use crate::body::{RequestBody, ResponseBody};
 use crate::protocol::{Format, Protocol, Wire};
 use crate::status;
 
-mod cors;
-
-pub use self::cors::Cors;
-pub(crate) use self::cors::origin;
-
 /// Which of gRPC-Web's encodings a call uses, and its messages' format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Web {

@@ -5,9 +5,16 @@
 //! (which protocol to serve and translate), the handler (how to decode and encode messages),
 //! the transports (how to answer on a call's behalf, as when its deadline passes first).
 
+pub(crate) mod connect;
+pub(crate) mod grpc;
+pub(crate) mod http_error;
+pub(crate) mod in_band;
+pub(crate) mod web;
+
 use http::HeaderValue;
 use http::header::CONTENT_TYPE;
 
+pub(crate) use crate::codec::Format;
 use crate::compression::EncodingHeaders;
 
 /// The protocol of a request.
@@ -26,16 +33,6 @@ pub(crate) enum Protocol {
     /// Connect's streaming protocol, `application/connect+proto` and `+json`: enveloped
     /// messages, the status in an end-of-stream message.
     ConnectStream,
-}
-
-/// How messages are encoded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Format {
-    /// Protobuf's binary encoding.
-    #[default]
-    Proto,
-    /// ProtoJSON, the canonical JSON mapping of proto3.
-    Json,
 }
 
 /// A request's protocol and message format.
