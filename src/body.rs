@@ -233,6 +233,10 @@ impl fmt::Debug for RequestBody {
 /// Frames of a streaming reply, already encoded: what [`ResponseBody::streaming`] sends.
 pub(crate) type FrameStream = Pin<Box<dyn Stream<Item = Result<Bytes, Status>> + Send + 'static>>;
 
+/// What a service's `call` returns: a response that is often already there.
+pub type ResponseFuture =
+    crate::future::FastFuture<http::Response<ResponseBody>, std::convert::Infallible>;
+
 /// The body of a response: one encoded message and trailers, a stream of messages, nothing, or
 /// another server's body.
 ///
@@ -301,6 +305,12 @@ impl ResponseBody {
             }
             _ => None,
         }
+    }
+
+    /// Whether the whole body is known (a unary answer, or none): nothing of it is still to
+    /// come.
+    pub(crate) fn is_whole(&self) -> bool {
+        matches!(self.kind, Kind::Unary { .. })
     }
 
     fn of(kind: Kind) -> Self {

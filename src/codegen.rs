@@ -14,6 +14,7 @@ pub use tower_service::Service;
 pub use crate::__default_inline_cost_limit_us as default_inline_cost_limit_us;
 pub use crate::__default_max_receive_message_mib as default_max_receive_message_mib;
 pub use crate::__tower_service_of_fast_service as tower_service_of_fast_service;
+pub use crate::call::Call;
 pub use crate::compression::CompressionEncoding;
 pub use crate::handler::{
     HandlerConfig, MethodConfig, MethodCosts, client_streaming, server_streaming, streaming, unary,

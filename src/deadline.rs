@@ -420,14 +420,6 @@ pub(crate) fn idle_timeout_status(duration: Duration) -> Status {
     ))
 }
 
-/// Completes when `deadline` passes; never without one.
-pub(crate) async fn passes(deadline: Option<Deadline>) {
-    match deadline {
-        Some(deadline) => tokio::time::sleep_until(deadline.instant()).await,
-        None => std::future::pending().await,
-    }
-}
-
 /// The status of a call whose deadline passed first.
 pub(crate) fn exceeded() -> Status {
     Status::deadline_exceeded("the call's deadline passed before it completed")

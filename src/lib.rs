@@ -7,6 +7,7 @@
 // `codegen`, what this repository's fuzz oracles and benchmarks reach is in `internals`.
 // `docs/ARCHITECTURE.md` maps the modules.
 mod body;
+mod call;
 mod codec;
 mod compression;
 mod deadline;

@@ -16,12 +16,14 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
+use std::time::Instant;
 
 use http_body::Body as _;
 use tonic::Code;
 use tracing::Span;
 
 use crate::body::{RequestBody, ResponseBody, Watch};
+use crate::call::Call;
 use crate::deadline::{self, Deadline};
 use crate::future::FastFuture;
 use crate::handler::ResponseFuture;
@@ -35,6 +37,9 @@ pub(crate) struct Observed {
     #[cfg(feature = "opentelemetry")]
     meter: Option<CallMeter>,
     deadline: Option<Deadline>,
+    /// When the call ended, if it ended where the connection timed it: a reply handed back in
+    /// the poll that started it ends at the handler's reading after its first poll.
+    ended_at: Option<Instant>,
     /// Set while the handler or its reply stream runs: a drop while it is still set comes from
     /// a panic there.
     busy: bool,
@@ -46,6 +51,7 @@ impl Observed {
     /// `None` when nothing is to be observed.
     pub(crate) fn start(
         request: &mut http::Request<RequestBody>,
+        call: &Call,
         #[cfg(feature = "opentelemetry")] mut meter: Option<CallMeter>,
     ) -> Option<Observed> {
         let span = call_span(request);
@@ -59,7 +65,7 @@ impl Observed {
         #[cfg(feature = "opentelemetry")]
         if let Some(meter) = &mut meter {
             // A Connect unary body is one bare message; every other request is gRPC's frames.
-            let bare = crate::protocol::Wire::of_request(request.headers()).bare();
+            let bare = call.wire_or_grpc().bare();
             let framing = crate::metrics::Framing::of_request(bare);
             match request.body().whole() {
                 Some(body) => meter.received_whole(body, framing),
@@ -72,7 +78,8 @@ impl Observed {
             span,
             #[cfg(feature = "opentelemetry")]
             meter,
-            deadline: request.extensions().get::<Deadline>().copied(),
+            deadline: call.deadline(),
+            ended_at: None,
             busy: false,
             ended: false,
         })
@@ -113,7 +120,7 @@ impl Observed {
         self.span.record("rpc.grpc.status_code", code as i32);
         #[cfg(feature = "opentelemetry")]
         if let Some(meter) = &self.meter {
-            meter.end(code, crate::handler::clock::call_ending());
+            meter.end(code, self.ended_at.unwrap_or_else(Instant::now));
         }
     }
 
@@ -226,9 +233,22 @@ fn parent_from(span: &Span, headers: &http::HeaderMap) {
 /// `response`, observed by `observed`: ended at once if the reply is whole (a unary reply, a
 /// trailers-only answer), else when the reply stream ends; a pending response is observed as
 /// it runs, and ended as dropped if it never completes.
-pub(crate) fn observed(response: ResponseFuture, observed: Observed) -> ResponseFuture {
+///
+/// `polled` is the handler's clock reading after its first poll, where the connection timed
+/// the call: a ready reply ended then.
+pub(crate) fn observed(
+    response: ResponseFuture,
+    mut observed: Observed,
+    polled: Option<Instant>,
+) -> ResponseFuture {
     match response.into_ready() {
-        Ok(Ok(response)) => FastFuture::ok(observe_reply(response, observed)),
+        Ok(Ok(response)) => {
+            if response.body().is_whole() {
+                // Ended now, not when a stream ends later.
+                observed.ended_at = polled;
+            }
+            FastFuture::ok(observe_reply(response, observed))
+        }
         Ok(Err(never)) => match never {},
         Err(pending) => FastFuture::boxed(Pending {
             response: pending,

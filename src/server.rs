@@ -50,6 +50,8 @@ pub struct Builder {
     router: GrpcRouter,
     /// Layers around the whole router, outermost first.
     layers: Layers,
+    /// Who may call from pages of other origins.
+    cors: Cors,
     connection: ConnectionConfig,
     default_timeout: Option<Duration>,
     max_connections: Option<usize>,
@@ -164,7 +166,7 @@ impl Builder {
     /// preflight `OPTIONS` is answered, and answers to an allowed page let it read the status.
     /// Default: [`Cors::any_origin`], pages of any origin, without credentials.
     pub fn web_cors(mut self, cors: Cors) -> Self {
-        self.router.set_cors(cors);
+        self.cors = cors;
         self
     }
 
@@ -172,7 +174,6 @@ impl Builder {
     /// longer one, ends with `DEADLINE_EXCEEDED` after `timeout` (default: no limit).
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.default_timeout = Some(timeout);
-        self.router.set_default_timeout(Some(timeout));
         self
     }
 
@@ -318,7 +319,8 @@ impl Builder {
     /// The hosted services, layers and routing as one service, for calls in-process (see
     /// [`Dispatcher`]).
     pub fn into_dispatcher(self) -> Dispatcher {
-        self.layers.wrap(self.router)
+        self.layers
+            .wrap(self.router, self.cors, self.default_timeout)
     }
 
     /// Puts a [`ConnectInfo`](crate::transport::ConnectInfo) (the peer's and the server's addresses, and over TLS the
@@ -470,7 +472,9 @@ impl Builder {
         F: Future<Output = ()>,
     {
         let shared = Shared {
-            service: self.layers.wrap(self.router),
+            service: self
+                .layers
+                .wrap(self.router, self.cors, self.default_timeout),
             connection: self.connection,
             default_timeout: self.default_timeout,
             stats: self.stats,

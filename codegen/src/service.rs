@@ -198,6 +198,11 @@ fn server_module(
 
             impl<T: #trait_name> FastService for #server<T> {
                 fn call(&self, request: http::Request<RequestBody>) -> ResponseFuture {
+                    let mut call = Call::of_request(&request);
+                    self.serve(request, &mut call)
+                }
+
+                fn serve(&self, request: http::Request<RequestBody>, call: &mut Call) -> ResponseFuture {
                     match request.uri().path() {
                         #(#routes)*
                         path => unimplemented_method(path),
@@ -206,10 +211,6 @@ fn server_module(
 
                 fn method_names(&self) -> &'static [&'static str] {
                     &[#(#method_names),*]
-                }
-
-                fn answers_in_connect_form(&self) -> bool {
-                    true
                 }
             }
 
@@ -282,7 +283,7 @@ fn route(service: &Service, method: &Method, index: usize, spawned: bool) -> Tok
     quote! {
         #path => {
             let service = Arc::clone(&self.inner);
-            #handler(request, #config, move |request| async move { service.#name(request).await })
+            #handler(request, call, #config, move |request| async move { service.#name(request).await })
         }
     }
 }

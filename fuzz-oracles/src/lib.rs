@@ -801,8 +801,10 @@ pub fn unary_call(data: &[u8]) {
         });
     let reply_encoding = compression::response_encoding(&headers, EncodingHeaders::GRPC, &sent);
 
+    let mut context = fastgrpc::codegen::Call::of_request(&request);
     let call = fastgrpc::codegen::unary::<Tree, Tree, _, _>(
         request,
+        &mut context,
         config.method(&costs, 0),
         move |request| {
             let (metadata, _, message) = request.into_parts();

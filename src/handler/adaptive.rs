@@ -19,9 +19,9 @@ use pin_project_lite::pin_project;
 use tonic::Status;
 
 use super::HandlerConfig;
-use super::clock;
 use super::contain::Contained;
 use crate::FastFuture;
+use crate::call::Call;
 
 /// Where a service's calls start: on the connection's thread, inside the poll that received
 /// them, or in a spawned task. Set with a generated server's `run_inline`, or per method with
@@ -179,7 +179,7 @@ impl MethodConfig<'_> {
     ///
     /// The caller wraps the future (`Contained::new(method(request))`), so that it is built in
     /// place: wrapped here, it would be moved once more.
-    pub(super) fn invoke<T, F>(self, method: Contained<F>) -> FastFuture<T, Status>
+    pub(super) fn invoke<T, F>(self, method: Contained<F>, call: &mut Call) -> FastFuture<T, Status>
     where
         T: Send + 'static,
         F: Future<Output = Result<T, Status>> + Send + 'static,
@@ -202,9 +202,9 @@ impl MethodConfig<'_> {
                 })
             }
             InlineMode::Adaptive => {
-                let started = clock::call_started();
+                let started = call.started();
                 let polled = FastFuture::from_future(method);
-                let took = clock::first_poll_ended().saturating_duration_since(started);
+                let took = call.first_poll_ended().saturating_duration_since(started);
                 estimate.record(took, self.config.inline_cost_limit);
                 polled
             }
@@ -305,13 +305,16 @@ mod tests {
     }
 
     fn greet(config: MethodConfig<'_>, work: Duration) -> FastFuture<&'static str, Status> {
-        config.invoke(Contained::new(async move {
-            let start = Instant::now();
-            while start.elapsed() < work {
-                std::hint::spin_loop();
-            }
-            Ok("hello")
-        }))
+        config.invoke(
+            Contained::new(async move {
+                let start = Instant::now();
+                while start.elapsed() < work {
+                    std::hint::spin_loop();
+                }
+                Ok("hello")
+            }),
+            &mut Call::default(),
+        )
     }
 
     #[test]

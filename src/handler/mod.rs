@@ -4,20 +4,16 @@
 //! user's method lives here, written once.
 
 mod adaptive;
-pub(crate) mod clock;
 mod contain;
-mod form;
 mod streaming;
 mod unary;
 
 pub(crate) use self::adaptive::InlineMode;
 pub use self::adaptive::{MethodConfig, MethodCosts};
 pub(crate) use self::contain::{Contained, ContainedStream, Panic, panic_status};
-pub(crate) use self::form::{AnswerForm, asking};
 pub use self::streaming::{client_streaming, server_streaming, streaming};
 pub use self::unary::unary;
 
-use std::convert::Infallible;
 use std::time::Duration;
 
 use http::HeaderMap;
@@ -26,6 +22,7 @@ use tonic::metadata::MetadataMap;
 
 use crate::FastFuture;
 use crate::body::ResponseBody;
+use crate::call::Call;
 use crate::codec::DEFAULT_MAX_RECEIVE_MESSAGE_SIZE;
 use crate::compression::{self, CompressionEncoding, EncodingList, MessageCompression};
 use crate::protocol::{Format, Wire};
@@ -36,8 +33,7 @@ use crate::status;
 pub type BoxStream<T> =
     std::pin::Pin<Box<dyn futures_util::Stream<Item = Result<T, Status>> + Send + 'static>>;
 
-/// What a service's `call` returns: a response that is often already there.
-pub type ResponseFuture = FastFuture<http::Response<ResponseBody>, Infallible>;
+pub use crate::body::ResponseFuture;
 
 /// The answer to a method the service does not have: trailers-only `UNIMPLEMENTED`.
 pub fn unimplemented_method(path: &str) -> ResponseFuture {
@@ -216,16 +212,14 @@ struct Encodings {
 impl HandlerConfig {
     /// Reads `grpc-encoding` (refusing one the service does not accept), picks the reply
     /// encoding from `grpc-accept-encoding` (Connect's headers for a Connect call), and whether
-    /// the reply announces the encodings the service accepts. The call's wire is `known` when
-    /// the router told it (`form.rs`), read from the `content-type` otherwise.
+    /// the reply announces the encodings the service accepts, for a call in `wire`.
     ///
     /// A successful reply announces them to a client that speaks compression (it sent a
     /// `grpc-accept-encoding` of its own, as C-core and grpc-go clients do on every call). One
     /// more header on every reply (a custom name hashed into the `HeaderMap`, then
     /// HPACK-encoded) costs a light call a visible share of server CPU (docs/BENCHMARKS.md),
     /// which a client without compression would pay for nothing. Failed calls always announce them (`respond`).
-    fn negotiate(&self, headers: &HeaderMap, known: Option<Wire>) -> Result<Encodings, Status> {
-        let wire = known.unwrap_or_else(|| Wire::of_request(headers));
+    fn negotiate(&self, headers: &HeaderMap, wire: Wire) -> Result<Encodings, Status> {
         // Connect names them `content-encoding`, `accept-encoding` (or with `connect-`).
         let names = wire.encoding_headers();
         let announce = if !self.accept_compression.is_empty()
@@ -256,6 +250,32 @@ impl HandlerConfig {
     }
 }
 
+/// The form a call's answer takes: gRPC's (which the router translates for the other
+/// protocols), or Connect's unary form, when the router asked a unary handler for it
+/// (`Call::take_own_form`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AnswerForm {
+    /// gRPC's, its `content-type` naming the call's format.
+    Grpc(Format),
+    /// Connect's unary form, in this format.
+    Connect(Format),
+}
+
+impl AnswerForm {
+    /// The form a unary handler answers `call` in: Connect's if its router asked.
+    fn of_unary(call: &mut Call) -> AnswerForm {
+        match call.take_own_form() {
+            Some(format) => AnswerForm::Connect(format),
+            None => AnswerForm::Grpc(call.wire_or_grpc().format),
+        }
+    }
+
+    /// The form a streaming handler answers `call` in: gRPC's.
+    fn of_streaming(call: &Call) -> AnswerForm {
+        AnswerForm::Grpc(call.wire_or_grpc().format)
+    }
+}
+
 /// The `recover` step: a call chain, or the status that stopped it before it began (such as a
 /// refused `grpc-encoding`), becomes a response; any failure is answered with its status, in
 /// `form`, and announces the encodings the service accepts as its replies do.
@@ -267,8 +287,8 @@ fn respond(
     let accepted = config.accept_compression;
     let failed = move |status: Status| {
         let (mut response, accept) = match form {
-            AnswerForm::Grpc => (
-                crate::protocol::grpc::status(&status),
+            AnswerForm::Grpc(format) => (
+                crate::protocol::grpc::failure(&status, format),
                 compression::GRPC_ACCEPT_ENCODING,
             ),
             AnswerForm::Connect(_) => (

@@ -23,6 +23,7 @@ use super::{
 };
 use crate::FastFuture;
 use crate::body::{RequestBody, ResponseBody};
+use crate::call::Call;
 use crate::codec::Streaming;
 use crate::compression::MessageCompression;
 use crate::metadata::Trailers;
@@ -30,6 +31,7 @@ use crate::metadata::Trailers;
 /// Serves a call with one request and a stream of replies.
 pub fn server_streaming<Req, Resp, S, M, F>(
     request: http::Request<RequestBody>,
+    call: &mut Call,
     config: MethodConfig<'_>,
     method: M,
 ) -> ResponseFuture
@@ -40,13 +42,13 @@ where
     M: FnOnce(tonic::Request<Req>) -> F + Send + 'static,
     F: Future<Output = Result<tonic::Response<S>, Status>> + Send + 'static,
 {
-    if let Some(refused) = refuse_bare(&request) {
+    if let Some(refused) = refuse_bare(call) {
         return refused;
     }
     respond(
         config.config,
-        AnswerForm::decline(),
-        call_with_message(request, config, None, method)
+        AnswerForm::of_streaming(call),
+        call_with_message(request, call, config, method)
             .map(|(reply, encoding)| reply.map(move |reply| marshal_stream(reply, encoding))),
     )
 }
@@ -54,6 +56,7 @@ where
 /// Serves a call with a stream of requests and one reply.
 pub fn client_streaming<Req, Resp, M, F>(
     request: http::Request<RequestBody>,
+    call: &mut Call,
     config: MethodConfig<'_>,
     method: M,
 ) -> ResponseFuture
@@ -63,16 +66,15 @@ where
     M: FnOnce(tonic::Request<Streaming<Req>>) -> F + Send + 'static,
     F: Future<Output = Result<tonic::Response<Resp>, Status>> + Send + 'static,
 {
-    if let Some(refused) = refuse_bare(&request) {
+    if let Some(refused) = refuse_bare(call) {
         return refused;
     }
+    let form = AnswerForm::of_streaming(call);
     respond(
         config.config,
-        AnswerForm::decline(),
-        call_with_stream(request, config, method).map(|(reply, encoding)| {
-            reply.and_then(move |reply| {
-                FastFuture::ready(marshal(reply, encoding, AnswerForm::Grpc))
-            })
+        form,
+        call_with_stream(request, call, config, method).map(|(reply, encoding)| {
+            reply.and_then(move |reply| FastFuture::ready(marshal(reply, encoding, form)))
         }),
     )
 }
@@ -80,6 +82,7 @@ where
 /// Serves a call with a stream of requests and a stream of replies.
 pub fn streaming<Req, Resp, S, M, F>(
     request: http::Request<RequestBody>,
+    call: &mut Call,
     config: MethodConfig<'_>,
     method: M,
 ) -> ResponseFuture
@@ -90,21 +93,21 @@ where
     M: FnOnce(tonic::Request<Streaming<Req>>) -> F + Send + 'static,
     F: Future<Output = Result<tonic::Response<S>, Status>> + Send + 'static,
 {
-    if let Some(refused) = refuse_bare(&request) {
+    if let Some(refused) = refuse_bare(call) {
         return refused;
     }
     respond(
         config.config,
-        AnswerForm::decline(),
-        call_with_stream(request, config, method)
+        AnswerForm::of_streaming(call),
+        call_with_stream(request, call, config, method)
             .map(|(reply, encoding)| reply.map(move |reply| marshal_stream(reply, encoding))),
     )
 }
 
 /// The refusal of a Connect unary request (one bare message, its answer one too) to a
 /// streaming method; `None` for any other request.
-fn refuse_bare(request: &http::Request<RequestBody>) -> Option<ResponseFuture> {
-    crate::protocol::Wire::of_request(request.headers())
+fn refuse_bare(call: &Call) -> Option<ResponseFuture> {
+    call.wire_or_grpc()
         .bare()
         .then(|| FastFuture::ok(crate::protocol::grpc::unary_protocol_for_streaming_method()))
 }
@@ -114,6 +117,7 @@ fn refuse_bare(request: &http::Request<RequestBody>) -> Option<ResponseFuture> {
 /// encoding to marshal it with.
 fn call_with_stream<Req, T, M, F>(
     request: http::Request<RequestBody>,
+    call: &mut Call,
     config: MethodConfig<'_>,
     method: M,
 ) -> Invoked<T>
@@ -124,7 +128,7 @@ where
 {
     let (parts, body) = request.into_parts();
     let settings = &config.config;
-    let encodings = settings.negotiate(&parts.headers, None)?;
+    let encodings = settings.negotiate(&parts.headers, call.wire_or_grpc())?;
     let messages = Streaming::new(
         body,
         settings.max_receive_message_size,
@@ -134,7 +138,7 @@ where
     .with_idle_timeout(settings.receive_idle_timeout);
     let request = RequestHead::new(parts).into_request(messages);
     Ok((
-        config.invoke(Contained::new(method(request))),
+        config.invoke(Contained::new(method(request)), call),
         encodings.reply,
     ))
 }

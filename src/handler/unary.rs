@@ -21,6 +21,7 @@ use super::{
 };
 use crate::FastFuture;
 use crate::body::{RequestBody, ResponseBody};
+use crate::call::Call;
 use crate::codec::{self, Streaming};
 use crate::compression::{CompressionEncoding, MessageCompression, RequestCompressed};
 use crate::metadata::Trailers;
@@ -33,6 +34,7 @@ use crate::{spare_maps, status};
 /// [`tonic::Request`] carrying the request metadata and extensions.
 pub fn unary<Req, Resp, M, F>(
     request: http::Request<RequestBody>,
+    call: &mut Call,
     config: MethodConfig<'_>,
     method: M,
 ) -> ResponseFuture
@@ -47,11 +49,11 @@ where
         return FastFuture::ok(crate::protocol::grpc::get_for_method_with_side_effects());
     }
     // Taken before anything can fail: once taken, every answer is in the form asked for.
-    let form = AnswerForm::take();
+    let form = AnswerForm::of_unary(call);
     respond(
         config.config,
         form,
-        call_with_message(request, config, form.wire(), method).map(|(reply, encoding)| {
+        call_with_message(request, call, config, method).map(|(reply, encoding)| {
             reply.and_then(move |reply| FastFuture::ready(marshal(reply, encoding, form)))
         }),
     )
@@ -59,11 +61,11 @@ where
 
 /// The steps of every call with a single request message: negotiate the encodings, then
 /// `unmarshal -> impl`. Gives the method's reply, still to be marshalled, and the encoding to
-/// marshal it with. `wire` is the call's, if its router told it.
+/// marshal it with.
 pub(super) fn call_with_message<Req, T, M, F>(
     request: http::Request<RequestBody>,
+    call: &mut Call,
     method_config: MethodConfig<'_>,
-    wire: Option<Wire>,
     method: M,
 ) -> Invoked<T>
 where
@@ -75,7 +77,7 @@ where
     let (parts, body) = request.into_parts();
     let head = RequestHead::new(parts);
     let config = &method_config.config;
-    let encodings = config.negotiate(&head.headers, wire)?;
+    let encodings = config.negotiate(&head.headers, call.wire_or_grpc())?;
     let decoded = unmarshal::<Req>(
         body,
         config.max_receive_message_size,
@@ -83,7 +85,9 @@ where
         encodings.wire,
     );
     let reply = match decoded.into_ready() {
-        Ok(Ok(decoded)) => method_config.invoke(Contained::new(method(decoded.into_request(head)))),
+        Ok(Ok(decoded)) => {
+            method_config.invoke(Contained::new(method(decoded.into_request(head))), call)
+        }
         Ok(Err(status)) => FastFuture::err(status),
         // The call waits for its body, so it is spawned already.
         Err(pending) => pending.and_then(move |decoded| {
@@ -175,7 +179,7 @@ pub(super) fn marshal<M: Message + Serialize + 'static>(
     let mut frame = codec.encode(&message, extensions.get::<MessageCompression>())?;
     let trailers = Trailers::take(&mut extensions);
     let mut response = match form {
-        AnswerForm::Grpc => {
+        AnswerForm::Grpc(_) => {
             let trailers = status::ok_trailers(trailers.unwrap_or_default());
             let mut response = http::Response::new(ResponseBody::unary(frame, trailers));
             *response.headers_mut() = reply_headers(metadata, codec);

@@ -41,11 +41,19 @@ pub(crate) enum BodyFrame {
     End(Option<HeaderMap>),
 }
 
-/// A reply, with the deadline that still holds for its body.
+/// A reply, with its call if a deadline may still hold for its body.
 pub(crate) type Reply<C> = (
     http::Response<<C as Calls>::Body>,
-    Option<<C as Calls>::Deadline>,
+    Option<<C as Calls>::Call>,
 );
+
+/// How a reply stream whose deadline passed ends: data that carries its status, then trailers
+/// (either may be missing; with neither, an empty DATA frame ends the stream).
+#[derive(Debug, Default)]
+pub(crate) struct Ending {
+    pub(crate) data: Option<Bytes>,
+    pub(crate) trailers: Option<HeaderMap>,
+}
 
 /// How starting a call went: its reply `R`, or the call `P` that waits (which the engine gives
 /// to [`Calls::finish_later`]).
@@ -58,20 +66,21 @@ pub(crate) enum Started<R, P> {
 pub(crate) trait Calls: Sized {
     /// A reply's body.
     type Body: Send + 'static;
-    /// When a call's time is up.
-    type Deadline: Copy + Send + 'static;
+    /// What the layer above read of a request's head (when its time is up, among the rest),
+    /// kept with the stream until its call starts, and with its reply body.
+    type Call: Copy + Send + 'static;
     /// A call that did not answer at once.
     type Pending;
 
-    /// A request's head arrived: the deadline it sets (counted from now, so that time spent
-    /// waiting to start counts), or the answer to a head whose deadline cannot be read.
-    fn deadline(
+    /// A request's head arrived: what the layer above reads of it (its deadline counted from
+    /// now, so that time spent waiting to start counts), or the answer to a head it refuses.
+    fn read(
         &self,
         head: &mut http::request::Parts,
-    ) -> Result<Option<Self::Deadline>, http::Response<Self::Body>>;
+    ) -> Result<Self::Call, http::Response<Self::Body>>;
 
-    /// When `deadline` passes.
-    fn expires(deadline: &Self::Deadline) -> Instant;
+    /// When `call`'s time is up, if it has a deadline.
+    fn expires(call: &Self::Call) -> Option<Instant>;
 
     /// Calls are about to start (a connection idle until now no longer is).
     fn calls_arrived(&self);
@@ -82,17 +91,12 @@ pub(crate) trait Calls: Sized {
         &self,
         head: http::request::Parts,
         body: RequestData,
-        deadline: Option<Self::Deadline>,
+        call: Self::Call,
         now: std::time::Instant,
     ) -> (Started<Reply<Self>, Self::Pending>, std::time::Instant);
 
     /// Finishes a call that waited, in a task of its own; its reply goes back through `later`.
-    fn finish_later(
-        &self,
-        pending: Self::Pending,
-        deadline: Option<Self::Deadline>,
-        later: Later<Self>,
-    );
+    fn finish_later(&self, pending: Self::Pending, call: Self::Call, later: Later<Self>);
 
     /// What a reply's body is.
     fn outgoing(body: Self::Body) -> Outgoing<Self::Body>;
@@ -100,8 +104,8 @@ pub(crate) trait Calls: Sized {
     /// The next frame of a streaming reply body; its errors and panics end it with trailers.
     fn poll_body(body: &mut Self::Body, cx: &mut Context<'_>) -> Poll<BodyFrame>;
 
-    /// The trailers that end a reply stream whose deadline passed.
-    fn deadline_exceeded() -> HeaderMap;
+    /// How `call`'s reply stream ends once its deadline passed.
+    fn deadline_ending(call: &Self::Call) -> Ending;
 }
 
 /// Where the reply of a call finishing in its own task goes, and whether its client gave up.

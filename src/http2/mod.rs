@@ -24,7 +24,7 @@ mod request;
 mod response;
 mod shared;
 
-pub(crate) use calls::{BodyFrame, Calls, Later, Outgoing, RequestData, Started};
+pub(crate) use calls::{BodyFrame, Calls, Ending, Later, Outgoing, RequestData, Started};
 pub(crate) use config::{Config, DrainTimes, Keepalive, PingPolicy};
 pub(crate) use connection::{Connection, Ended};
 pub(crate) use shared::{RecvEnd, StreamShared};

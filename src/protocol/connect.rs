@@ -5,6 +5,8 @@
 //! request in and the gRPC-form answer out, and this is what it (and a transport answering on
 //! a call's behalf) writes.
 
+use std::time::Duration;
+
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD_NO_PAD;
 use bytes::Bytes;
@@ -220,9 +222,66 @@ pub(crate) fn metadata_only(mut map: HeaderMap) -> HeaderMap {
     map
 }
 
+/// A streaming call that failed with `status` before its answer began: HTTP 200 and the
+/// end-of-stream envelope alone.
+pub(crate) fn failed_stream(status: &Status, format: Format) -> http::Response<ResponseBody> {
+    let metadata = status.metadata().clone().into_headers();
+    let end = end_stream(Some(status), &metadata);
+    stream_answer(HeaderMap::new(), ResponseBody::whole(end), format)
+}
+
+/// A streaming answer: HTTP 200, `headers` and the `content-type` of `format`, `body`.
+pub(crate) fn stream_answer(
+    mut headers: HeaderMap,
+    body: ResponseBody,
+    format: Format,
+) -> http::Response<ResponseBody> {
+    headers.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static(match format {
+            Format::Proto => "application/connect+proto",
+            Format::Json => "application/connect+json",
+        }),
+    );
+    let mut response = http::Response::new(body);
+    *response.headers_mut() = headers;
+    response
+}
+
+/// Parses `connect-timeout-ms`: 1 to 10 ASCII digits, milliseconds. Anything else is
+/// `INVALID_ARGUMENT` (connect-go refuses such a value too).
+pub(crate) fn parse_timeout_ms(value: &HeaderValue) -> Result<Duration, Status> {
+    let digits = value.as_bytes();
+    if digits.is_empty() || digits.len() > 10 || !digits.iter().all(u8::is_ascii_digit) {
+        return Err(Status::invalid_argument(format!(
+            "malformed connect-timeout-ms {:?}: it must be 1 to 10 ASCII digits",
+            crate::status::excerpt(&String::from_utf8_lossy(digits))
+        )));
+    }
+    // At most 10 digits: below 10^10, no overflow.
+    let millis = digits
+        .iter()
+        .fold(0u64, |n, digit| n * 10 + u64::from(digit - b'0'));
+    Ok(Duration::from_millis(millis))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[test]
+    fn connect_timeout_ms_is_up_to_ten_digits_of_milliseconds() {
+        let parse = |value: &str| parse_timeout_ms(&HeaderValue::from_str(value).unwrap());
+        assert_eq!(parse("0").unwrap(), Duration::ZERO);
+        assert_eq!(parse("1500").unwrap(), Duration::from_millis(1500));
+        assert_eq!(
+            parse("9999999999").unwrap(),
+            Duration::from_millis(9_999_999_999)
+        );
+        for bad in ["", "12345678901", "-1", "1.5", "10s", " 1", "1 ", "+1"] {
+            let error = parse(bad).unwrap_err();
+            assert_eq!(error.code(), Code::InvalidArgument, "{bad:?}");
+        }
+    }
 
     fn parse_error(body: &[u8]) -> serde_json::Value {
         serde_json::from_slice(body).expect("a JSON error body")

@@ -3,13 +3,28 @@
 
 use tonic::Status;
 
+use http::header::CONTENT_TYPE;
+
 use crate::body::ResponseBody;
+use crate::codec::Format;
 use crate::status::trailers_only_headers;
 
 /// A trailers-only response carrying `status`.
 pub fn status(status: &Status) -> http::Response<ResponseBody> {
     let mut response = http::Response::new(ResponseBody::empty());
     *response.headers_mut() = trailers_only_headers(status);
+    response
+}
+
+/// gRPC's answer to a call in `format` that fails with `status` before its reply: trailers-only,
+/// with the `content-type` the client asked in, so that it reads the status as its own.
+pub(crate) fn failure(status: &Status, format: Format) -> http::Response<ResponseBody> {
+    let mut response = self::status(status);
+    if format == Format::Json {
+        response
+            .headers_mut()
+            .insert(CONTENT_TYPE, crate::status::GRPC_JSON_CONTENT_TYPE);
+    }
     response
 }
 

@@ -2,18 +2,15 @@
 //! protocol's streams answer clients that cannot read HTTP trailers (browsers, HTTP/1.1). Each
 //! protocol says how its frames are written ([`InBand`]); the body is written once, here.
 
-use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
 use bytes::Bytes;
 use http::HeaderMap;
 use http_body::{Body, Frame};
-use tokio::time::Sleep;
 use tonic::Status;
 
 use crate::body::ResponseBody;
-use crate::deadline::{self, Deadline};
 use crate::status;
 
 /// How a protocol writes a body with its trailers in band.
@@ -28,17 +25,15 @@ pub(crate) trait InBand: Unpin {
     fn trailers(&self, trailers: &HeaderMap) -> Bytes;
 }
 
-/// `inner`, a gRPC-form reply body, with its trailers (or the error it failed with, or the
-/// deadline passing) moved into a last data frame as `protocol` writes it.
+/// `inner`, a gRPC-form reply body, with its trailers (or the error it failed with) moved into a
+/// last data frame as `protocol` writes it.
 pub(crate) fn in_band<P: InBand + Send + 'static>(
     inner: ResponseBody,
     protocol: P,
-    deadline: Option<Deadline>,
 ) -> ResponseBody {
     ResponseBody::new(TrailersInBand {
         inner: Some(inner),
         protocol,
-        deadline: deadline.map(|deadline| Box::pin(tokio::time::sleep_until(deadline.instant()))),
     })
 }
 
@@ -46,8 +41,6 @@ struct TrailersInBand<P> {
     /// `None` once the trailers' frame is out.
     inner: Option<ResponseBody>,
     protocol: P,
-    /// The call's deadline, where the protocol's answer enforces it (a timer only then).
-    deadline: Option<Pin<Box<Sleep>>>,
 }
 
 impl<P: InBand> Body for TrailersInBand<P> {
@@ -62,28 +55,18 @@ impl<P: InBand> Body for TrailersInBand<P> {
         let Some(inner) = this.inner.as_mut() else {
             return Poll::Ready(None);
         };
-        let passed = this
-            .deadline
-            .as_mut()
-            .is_some_and(|deadline| deadline.as_mut().poll(cx).is_ready());
-        let trailers = if passed {
-            status::trailers(&deadline::exceeded(), HeaderMap::new())
-        } else {
-            match ready!(Pin::new(inner).poll_frame(cx)) {
-                Some(Ok(frame)) => match frame.into_data() {
-                    Ok(data) => {
-                        return Poll::Ready(Some(Ok(Frame::data(this.protocol.data(data)))));
-                    }
-                    Err(frame) => frame.into_trailers().unwrap_or_default(),
-                },
-                Some(Err(status)) => status::trailers(&status, HeaderMap::new()),
-                // A body that ends without trailers (a hosted service's) still owes a status.
-                None => status::ok_trailers(HeaderMap::new()),
-            }
+        let trailers = match ready!(Pin::new(inner).poll_frame(cx)) {
+            Some(Ok(frame)) => match frame.into_data() {
+                Ok(data) => {
+                    return Poll::Ready(Some(Ok(Frame::data(this.protocol.data(data)))));
+                }
+                Err(frame) => frame.into_trailers().unwrap_or_default(),
+            },
+            Some(Err(status)) => status::trailers(&status, HeaderMap::new()),
+            // A body that ends without trailers (a hosted service's) still owes a status.
+            None => status::ok_trailers(HeaderMap::new()),
         };
-        // Dropping the reply stream ends the call (after a deadline: DEADLINE_EXCEEDED).
         this.inner = None;
-        this.deadline = None;
         let frame = this.protocol.trailers(&trailers);
         Poll::Ready(Some(Ok(Frame::data(this.protocol.data(frame)))))
     }

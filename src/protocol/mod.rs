@@ -1,9 +1,13 @@
-//! What a request speaks, read from its `content-type`: the protocol (gRPC, gRPC-Web, Connect)
-//! and the codec of its messages (protobuf or ProtoJSON).
+//! What gRPC, gRPC-Web and Connect each are: how a request names its protocol and message
+//! format ([`Wire`], read from its `content-type` in one place), and how each protocol frames
+//! messages and writes a call's status.
 //!
-//! One function reads it, [`Wire::of`], for every layer that needs to know: the router
-//! (which protocol to serve and translate), the handler (how to decode and encode messages),
-//! the transports (how to answer on a call's behalf, as when its deadline passes first).
+//! Each protocol has one writer of failures, which every answer that fails goes through, whoever
+//! makes it (the handler, the router, the transport when a deadline passes or a panic is
+//! caught): [`Wire::failure`] for a call that fails before its reply began, [`Wire::ending`]
+//! for a reply stream that fails under way. `grpc` writes gRPC's (trailers-only, or trailers),
+//! `web` gRPC-Web's (the status in the body's last frame), `connect` Connect's (an HTTP status
+//! and a JSON error, or a stream's end-of-stream message).
 
 pub(crate) mod connect;
 pub(crate) mod grpc;
@@ -11,8 +15,12 @@ pub(crate) mod http_error;
 pub(crate) mod in_band;
 pub(crate) mod web;
 
-use http::HeaderValue;
+use bytes::Bytes;
 use http::header::CONTENT_TYPE;
+use http::{HeaderMap, HeaderValue};
+use tonic::Status;
+
+use crate::body::ResponseBody;
 
 pub(crate) use crate::codec::Format;
 use crate::compression::EncodingHeaders;
@@ -94,11 +102,35 @@ impl Wire {
         Some(Wire { protocol, format })
     }
 
-    /// What the request whose headers are `headers` speaks; gRPC with protobuf when its
-    /// `content-type` names nothing fastgrpc serves (such a request is refused before it
-    /// reaches a handler, unless a service is called directly).
-    pub(crate) fn of_request(headers: &http::HeaderMap) -> Wire {
-        Wire::of_headers(headers).unwrap_or_default()
+    /// What a request speaks, from its head: a Connect GET's query names its format
+    /// (`encoding`), any other request's `content-type` its protocol and format.
+    pub(crate) fn of_head(
+        method: &http::Method,
+        uri: &http::Uri,
+        headers: &HeaderMap,
+    ) -> Option<Wire> {
+        if method == http::Method::GET
+            && let Some(query) = uri.query()
+        {
+            return Wire::of_get(query);
+        }
+        Wire::of_headers(headers)
+    }
+
+    /// What a GET with `query` speaks: Connect's unary protocol if the query names an
+    /// `encoding` (JSON if it is `json`; a wrong one is refused when the query is read whole).
+    fn of_get(query: &str) -> Option<Wire> {
+        let encoding = query
+            .split('&')
+            .find_map(|pair| pair.strip_prefix("encoding="))?;
+        let format = match encoding {
+            "json" => Format::Json,
+            _ => Format::Proto,
+        };
+        Some(Wire {
+            protocol: Protocol::ConnectUnary,
+            format,
+        })
     }
 
     /// What the request whose headers are `headers` speaks, as [`Wire::of`] its `content-type`.
@@ -127,6 +159,47 @@ impl Wire {
             self.protocol,
             Protocol::ConnectUnary | Protocol::ConnectStream
         )
+    }
+}
+
+/// How a reply stream that is under way ends with a status, in a protocol: the data that
+/// carries the status, for protocols that put it in the body, and the trailers, for gRPC's.
+#[derive(Debug, Default)]
+pub(crate) struct Ending {
+    pub(crate) data: Option<Bytes>,
+    pub(crate) trailers: Option<HeaderMap>,
+}
+
+impl Wire {
+    /// The whole answer to a call that fails with `status` before its reply began, in the
+    /// call's protocol and format.
+    pub(crate) fn failure(self, status: &Status) -> http::Response<ResponseBody> {
+        match self.protocol {
+            Protocol::Grpc => grpc::failure(status, self.format),
+            Protocol::GrpcWeb | Protocol::GrpcWebText => web::Web::of(self).failure(status),
+            Protocol::ConnectUnary => connect::error_response(status),
+            Protocol::ConnectStream => connect::failed_stream(status, self.format),
+        }
+    }
+
+    /// How a reply stream under way ends with `status` (its deadline passed, it panicked).
+    pub(crate) fn ending(self, status: &Status) -> Ending {
+        match self.protocol {
+            Protocol::Grpc => Ending {
+                data: None,
+                trailers: Some(crate::status::trailers(status, HeaderMap::new())),
+            },
+            Protocol::GrpcWeb | Protocol::GrpcWebText => Ending {
+                data: Some(web::Web::of(self).status_frame(status)),
+                trailers: None,
+            },
+            Protocol::ConnectStream => Ending {
+                data: Some(connect::end_stream(Some(status), &HeaderMap::new())),
+                trailers: None,
+            },
+            // A unary answer is whole when it goes out: nothing is under way to end.
+            Protocol::ConnectUnary => Ending::default(),
+        }
     }
 }
 

@@ -89,26 +89,37 @@ impl Web {
         Ok(http::Request::from_parts(parts, body))
     }
 
-    /// The service's gRPC response as gRPC-Web: its `content-type`, `cors` (the headers that
-    /// let a page of another origin read it, if any), and a body that ends with the trailers
-    /// frame (base64-encoded throughout for `-text`). A trailers-only response stays one: its
-    /// status is in the headers, where gRPC-Web clients read it too.
+    /// The service's gRPC response as gRPC-Web: its `content-type`, and a body that ends with
+    /// the trailers frame (base64-encoded throughout for `-text`). A trailers-only response
+    /// stays one: its status is in the headers, where gRPC-Web clients read it too.
     pub(crate) fn web_response(
         self,
         response: http::Response<ResponseBody>,
-        cors: HeaderMap,
     ) -> http::Response<ResponseBody> {
         let (mut parts, body) = response.into_parts();
         parts.headers.insert(CONTENT_TYPE, self.content_type());
-        if !cors.is_empty() {
-            parts.headers.extend(cors);
-        }
         let body = if body.is_end_stream() {
             body
         } else {
-            in_band(body, self, None)
+            in_band(body, self)
         };
         http::Response::from_parts(parts, body)
+    }
+    /// The answer to a call that fails with `status` before its reply: trailers-only, as gRPC's,
+    /// with gRPC-Web's `content-type` (its clients read the status from the head).
+    pub(crate) fn failure(self, status: &Status) -> http::Response<ResponseBody> {
+        let mut response = super::grpc::status(status);
+        response
+            .headers_mut()
+            .insert(CONTENT_TYPE, self.content_type());
+        response
+    }
+
+    /// The last frame of a reply stream that ends with `status`: the trailers frame, in base64
+    /// for `-text`.
+    pub(crate) fn status_frame(self, status: &Status) -> Bytes {
+        let trailers = crate::status::trailers(status, HeaderMap::new());
+        self.data(trailers_frame(&trailers))
     }
 }
 

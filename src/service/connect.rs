@@ -18,7 +18,6 @@
 //! ready call is still answered inline.
 
 use std::pin::pin;
-use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
 use http::header::{ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_TYPE};
@@ -28,10 +27,10 @@ use tonic::{Code, Status};
 
 use crate::FastFuture;
 use crate::body::{RequestBody, ResponseBody};
+use crate::call::Call;
 use crate::codec::FRAME_HEADER_LEN;
 use crate::compression::{EncodingHeaders, GRPC_ENCODING};
-use crate::deadline::{self, Deadline};
-use crate::handler::{AnswerForm, ResponseFuture};
+use crate::handler::ResponseFuture;
 use crate::protocol::connect;
 use crate::protocol::grpc::ConnectHttpStatus;
 use crate::protocol::in_band::{InBand, in_band};
@@ -42,38 +41,21 @@ use crate::{spare_maps, status};
 /// gathered to answer a Connect unary call with.
 const MAX_GATHERED: usize = 64 * 1024 * 1024;
 
-/// A Connect request, made ready for the gRPC handlers: its version checked, its deadline
-/// (`connect-timeout-ms`, or the server's `default_timeout` if shorter) put where handlers find
-/// it. The deadline comes back for the translation of the answer; a malformed request, as the
-/// error it is answered with. (The handler reads Connect's encoding headers itself: the
-/// request's `Wire` names them.)
-fn prepare(
-    request: &mut http::Request<RequestBody>,
-    default_timeout: Option<Duration>,
-) -> Result<Option<Deadline>, Status> {
+/// Checks a Connect request before the gRPC handlers serve it: its protocol version, and its
+/// binary metadata (base64, as Connect asks). Its deadline was read with its head, and the
+/// handler reads Connect's encoding headers itself (the call's `Wire` names them).
+fn check(request: &http::Request<RequestBody>) -> Result<(), Status> {
     let headers = request.headers();
-    let mut timeout = None;
     // One pass over the names, whose values are read only where they matter: a request has a
     // few headers, and most have none of these.
     for name in headers.keys() {
         match name.as_str() {
             connect::PROTOCOL_VERSION => check_version(headers.get(name))?,
-            connect::TIMEOUT_MS => {
-                timeout = headers.get(name).map(parse_timeout_ms).transpose()?;
-            }
             other if other.ends_with("-bin") => check_binary_metadata(name, headers)?,
             _ => {}
         }
     }
-    let timeout = match (timeout, default_timeout) {
-        (Some(client), Some(server)) => Some(client.min(server)),
-        (client, server) => client.or(server),
-    };
-    let deadline = timeout.map(Deadline::after);
-    if let Some(deadline) = deadline {
-        request.extensions_mut().insert(deadline);
-    }
-    Ok(deadline)
+    Ok(())
 }
 
 /// Refuses a `connect-protocol-version` other than 1, the one version there is.
@@ -115,7 +97,7 @@ const MAX_GET_QUERY: usize = 32 * 1024;
 /// method with side effects. `None` for a GET that is not Connect's (no `encoding`).
 pub(crate) fn get_request(
     request: http::Request<RequestBody>,
-) -> Option<Result<(http::Request<RequestBody>, Wire), Status>> {
+) -> Option<Result<http::Request<RequestBody>, Status>> {
     // A clone shares the URI's bytes: the parameters borrow it while the request moves on.
     let uri = request.uri().clone();
     let query = uri.query()?;
@@ -163,7 +145,7 @@ fn get_parts(
     base64: bool,
     compression: Option<&str>,
     version_ok: bool,
-) -> Result<(http::Request<RequestBody>, Wire), Status> {
+) -> Result<http::Request<RequestBody>, Status> {
     if !version_ok {
         return Err(Status::invalid_argument(
             "a Connect GET's connect parameter must be v1",
@@ -184,10 +166,6 @@ fn get_parts(
         message
     };
     let (mut parts, _) = request.into_parts();
-    let wire = Wire {
-        protocol: Protocol::ConnectUnary,
-        format,
-    };
     parts
         .headers
         .insert(CONTENT_TYPE, connect::unary_content_type(format));
@@ -197,7 +175,7 @@ fn get_parts(
         parts.headers.insert(CONTENT_ENCODING, value);
     }
     let body = RequestBody::complete(Bytes::from(message));
-    Ok((http::Request::from_parts(parts, body), wire))
+    Ok(http::Request::from_parts(parts, body))
 }
 
 /// A query value's bytes: `%XX` escapes decoded, `+` as a space (as HTML forms and Go's
@@ -230,71 +208,6 @@ fn percent_decoded(value: &str) -> Result<Vec<u8>, Status> {
         }
     }
     Ok(out)
-}
-
-/// Parses `connect-timeout-ms`: 1 to 10 ASCII digits, milliseconds. Anything else is
-/// `INVALID_ARGUMENT` (connect-go refuses such a value too).
-pub(crate) fn parse_timeout_ms(value: &HeaderValue) -> Result<Duration, Status> {
-    let digits = value.as_bytes();
-    if digits.is_empty() || digits.len() > 10 || !digits.iter().all(u8::is_ascii_digit) {
-        return Err(Status::invalid_argument(format!(
-            "malformed connect-timeout-ms {:?}: it must be 1 to 10 ASCII digits",
-            crate::status::excerpt(&String::from_utf8_lossy(digits))
-        )));
-    }
-    // At most 10 digits: below 10^10, no overflow.
-    let millis = digits
-        .iter()
-        .fold(0u64, |n, digit| n * 10 + u64::from(digit - b'0'));
-    Ok(Duration::from_millis(millis))
-}
-
-/// The answer to a Connect unary call: `response`, its handler's answer in `form`, in
-/// Connect's form; `DEADLINE_EXCEEDED` in its stead if `deadline` passes first, or had passed
-/// when it came.
-fn unary_response(
-    response: ResponseFuture,
-    form: AnswerForm,
-    deadline: Option<Deadline>,
-    wire: Wire,
-) -> ResponseFuture {
-    if deadline.is_none() && form != AnswerForm::Grpc {
-        // Already in Connect's form, and no deadline to hold it to: the answer as it is.
-        return response;
-    }
-    within_deadline(
-        response,
-        deadline,
-        || connect::error_response(&deadline::exceeded()),
-        move |response| match form {
-            AnswerForm::Connect(_) => FastFuture::ok(response),
-            AnswerForm::Grpc => translate(response, wire),
-        },
-    )
-}
-
-/// `response` as `translate` makes it, unless `deadline` passes before it is there (or had
-/// passed when it came): then what `exceeded` makes. A ready answer is translated at once.
-fn within_deadline(
-    response: ResponseFuture,
-    deadline: Option<Deadline>,
-    exceeded: impl FnOnce() -> http::Response<ResponseBody> + Send + 'static,
-    translate: impl FnOnce(http::Response<ResponseBody>) -> ResponseFuture + Send + 'static,
-) -> ResponseFuture {
-    match response.into_ready() {
-        Ok(Ok(_)) if deadline::expired(deadline) => FastFuture::ok(exceeded()),
-        Ok(Ok(response)) => translate(response),
-        Ok(Err(never)) => match never {},
-        Err(pending) => FastFuture::boxed(async move {
-            let response = tokio::select! {
-                biased;
-                response = pending => response,
-                () = deadline::passes(deadline) => return Ok(exceeded()),
-            };
-            let response = response.unwrap_or_else(|never| match never {});
-            translate(response).await
-        }),
-    }
 }
 
 /// A gRPC-form answer in Connect's form: at once when its whole body is known, as it always
@@ -385,41 +298,27 @@ fn error(head: http::response::Parts, status: &Status) -> http::Response<Respons
     response
 }
 
-/// Serves `request` through `serve` as a Connect call: unary or streaming, as its `wire` says.
+/// Serves `request`, a Connect call, through `serve` (which serves it as a gRPC call): unary or
+/// streaming, as its wire says, with the answer in Connect's form. A unary handler is asked to
+/// answer in Connect's form itself; if none did, its gRPC-form answer is translated.
 pub(crate) fn serve(
-    mut request: http::Request<RequestBody>,
-    wire: Wire,
-    default_timeout: Option<Duration>,
-    serve: impl FnOnce(http::Request<RequestBody>, AnswerForm) -> (ResponseFuture, AnswerForm),
+    request: http::Request<RequestBody>,
+    call: &mut Call,
+    serve: impl FnOnce(http::Request<RequestBody>, &mut Call) -> ResponseFuture,
 ) -> ResponseFuture {
-    let streaming = wire.protocol == Protocol::ConnectStream;
-    match prepare(&mut request, default_timeout) {
-        Ok(deadline) if streaming => {
-            stream_response(serve(request, AnswerForm::Grpc).0, deadline, wire)
-        }
-        Ok(deadline) => {
-            let (response, form) = serve(request, AnswerForm::Connect(wire.format));
-            unary_response(response, form, deadline, wire)
-        }
-        Err(status) if streaming => FastFuture::ok(failed_stream(&status, wire)),
-        Err(status) => FastFuture::ok(connect::error_response(&status)),
+    let wire = call.wire_or_grpc();
+    if let Err(status) = check(&request) {
+        return FastFuture::ok(call.failure(&status));
     }
-}
-
-/// The answer to a Connect streaming call: `response`, the gRPC-form answer of its handler, in
-/// Connect's form (see [`translate_stream`]); ended with `DEADLINE_EXCEEDED` if `deadline`
-/// passes first, before the answer or during its stream.
-fn stream_response(
-    response: ResponseFuture,
-    deadline: Option<Deadline>,
-    wire: Wire,
-) -> ResponseFuture {
-    within_deadline(
-        response,
-        deadline,
-        move || failed_stream(&deadline::exceeded(), wire),
-        move |response| FastFuture::ok(translate_stream(response, deadline, wire)),
-    )
+    if wire.protocol == Protocol::ConnectStream {
+        return serve(request, call).map(move |response| translate_stream(response, wire));
+    }
+    call.ask_own_form();
+    let response = serve(request, call);
+    if call.answered_in_own_form() {
+        return response;
+    }
+    response.and_then(move |response| translate(response, wire))
 }
 
 /// A gRPC-form answer in the form of Connect's streaming protocol: HTTP 200, the head's
@@ -429,7 +328,6 @@ fn stream_response(
 /// answers with an HTTP status (an unknown route: 404).
 fn translate_stream(
     response: http::Response<ResponseBody>,
-    deadline: Option<Deadline>,
     wire: Wire,
 ) -> http::Response<ResponseBody> {
     let (head, body) = response.into_parts();
@@ -441,7 +339,7 @@ fn translate_stream(
         }
         let status = Status::from_header_map(&head.headers);
         let end = connect::end_stream(status.as_ref(), &head.headers);
-        return stream_answer(HeaderMap::new(), ResponseBody::whole(end), wire);
+        return connect::stream_answer(HeaderMap::new(), ResponseBody::whole(end), wire.format);
     }
     let mut headers = head.headers;
     let encoding = headers.remove(GRPC_ENCODING);
@@ -452,8 +350,8 @@ fn translate_stream(
     if let Some(encoding) = encoding {
         headers.insert(EncodingHeaders::CONNECT_STREAM.encoding().clone(), encoding);
     }
-    let body = in_band(body, Streamed, deadline);
-    let mut response = stream_answer(headers, body, wire);
+    let body = in_band(body, Streamed);
+    let mut response = connect::stream_answer(headers, body, wire.format);
     *response.extensions_mut() = head.extensions;
     response
 }
@@ -474,36 +372,10 @@ pub(crate) fn in_connect_form(
         return response;
     };
     if wire.protocol == Protocol::ConnectStream {
-        return failed_stream(&status, wire);
+        return connect::failed_stream(&status, wire.format);
     }
     let (head, _) = response.into_parts();
     error(head, &status)
-}
-
-/// A streaming call that failed with `status` before its answer began: HTTP 200 and the
-/// end-of-stream envelope alone.
-fn failed_stream(status: &Status, wire: Wire) -> http::Response<ResponseBody> {
-    let metadata = status.metadata().clone().into_headers();
-    let end = connect::end_stream(Some(status), &metadata);
-    stream_answer(HeaderMap::new(), ResponseBody::whole(end), wire)
-}
-
-/// A streaming answer: HTTP 200, `headers` and the `content-type` of `wire`, `body`.
-fn stream_answer(
-    mut headers: HeaderMap,
-    body: ResponseBody,
-    wire: Wire,
-) -> http::Response<ResponseBody> {
-    headers.insert(
-        CONTENT_TYPE,
-        HeaderValue::from_static(match wire.format {
-            Format::Proto => "application/connect+proto",
-            Format::Json => "application/connect+json",
-        }),
-    );
-    let mut response = http::Response::new(body);
-    *response.headers_mut() = headers;
-    response
 }
 
 /// Connect's in-band trailers: the end-of-stream envelope, with the status and the trailing
@@ -520,7 +392,7 @@ impl InBand for Streamed {
 mod tests {
     use super::*;
 
-    fn get(query: &str) -> Option<Result<(http::Request<RequestBody>, Wire), Status>> {
+    fn get(query: &str) -> Option<Result<http::Request<RequestBody>, Status>> {
         let request = http::Request::get(format!("/pkg.Svc/M?{query}"))
             .body(RequestBody::empty())
             .unwrap();
@@ -533,22 +405,21 @@ mod tests {
 
     #[test]
     fn a_connect_get_becomes_the_post_it_stands_for() {
-        let (request, wire) = get("encoding=json&message=%7B%22a%22%3A+1%7D&connect=v1&x=y")
+        let request = get("encoding=json&message=%7B%22a%22%3A+1%7D&connect=v1&x=y")
             .unwrap()
             .unwrap();
-        assert_eq!(wire.format, Format::Json);
         assert_eq!(request.method(), http::Method::GET, "the handler checks it");
         assert_eq!(request.headers()[CONTENT_TYPE], "application/json");
         assert_eq!(body_of(request), br#"{"a": 1}"#);
 
-        let (request, wire) = get("message=CgNhYmM&encoding=proto&base64=1&compression=gzip")
+        let request = get("message=CgNhYmM&encoding=proto&base64=1&compression=gzip")
             .unwrap()
             .unwrap();
-        assert_eq!(wire.format, Format::Proto);
+        assert_eq!(request.headers()[CONTENT_TYPE], "application/proto");
         assert_eq!(request.headers()[CONTENT_ENCODING], "gzip");
         assert_eq!(body_of(request), b"\x0a\x03abc");
 
-        let (request, _) = get("encoding=proto").unwrap().unwrap();
+        let request = get("encoding=proto").unwrap().unwrap();
         assert!(
             body_of(request).is_empty(),
             "no message is the empty message"
@@ -574,20 +445,5 @@ mod tests {
             get(&long).unwrap().unwrap_err().code(),
             Code::ResourceExhausted
         );
-    }
-
-    #[test]
-    fn connect_timeout_ms_is_up_to_ten_digits_of_milliseconds() {
-        let parse = |value: &str| parse_timeout_ms(&HeaderValue::from_str(value).unwrap());
-        assert_eq!(parse("0").unwrap(), Duration::ZERO);
-        assert_eq!(parse("1500").unwrap(), Duration::from_millis(1500));
-        assert_eq!(
-            parse("9999999999").unwrap(),
-            Duration::from_millis(9_999_999_999)
-        );
-        for bad in ["", "12345678901", "-1", "1.5", "10s", " 1", "1 ", "+1"] {
-            let error = parse(bad).unwrap_err();
-            assert_eq!(error.code(), Code::InvalidArgument, "{bad:?}");
-        }
     }
 }

@@ -15,6 +15,7 @@ use tonic::{Request, Status};
 use super::{FastService, NamedService};
 use crate::FastFuture;
 use crate::body::RequestBody;
+use crate::call::Call;
 use crate::handler::ResponseFuture;
 
 /// Runs before a service sees a call; may change the request's metadata and extensions, or
@@ -154,6 +155,14 @@ impl<S: NamedService, I> NamedService for Intercepted<S, I> {
 
 impl<S: FastService, I: Interceptor> FastService for Intercepted<S, I> {
     fn call(&self, request: http::Request<RequestBody>) -> ResponseFuture {
+        let mut call = Call::of_request(&request);
+        self.serve(request, &mut call)
+    }
+
+    /// Runs the interceptor, then the service with the same call; a refusal is made here, in
+    /// gRPC's form, and translated by the router like any gRPC-form answer. An interceptor
+    /// that waits has the service called in its task, as any in-process call.
+    fn serve(&self, request: http::Request<RequestBody>, call: &mut Call) -> ResponseFuture {
         let (mut parts, body) = request.into_parts();
         let mut head = Request::from_parts(
             MetadataMap::from_headers(std::mem::take(&mut parts.headers)),
@@ -174,7 +183,7 @@ impl<S: FastService, I: Interceptor> FastService for Intercepted<S, I> {
             http::Request::from_parts(parts, body)
         };
         match self.interceptor.intercept(head).into_ready() {
-            Ok(Ok(head)) => self.service.call(resume(head)),
+            Ok(Ok(head)) => self.service.serve(resume(head), call),
             Ok(Err(status)) => FastFuture::ok(crate::protocol::grpc::status(&status)),
             Err(pending) => {
                 let service = Arc::clone(&self.service);
@@ -190,11 +199,6 @@ impl<S: FastService, I: Interceptor> FastService for Intercepted<S, I> {
 
     fn method_names(&self) -> &'static [&'static str] {
         self.service.method_names()
-    }
-
-    fn answers_in_connect_form(&self) -> bool {
-        // A refusal is made here, in gRPC's form, without asking the handler: it is translated.
-        self.service.answers_in_connect_form()
     }
 }
 

@@ -28,6 +28,7 @@ pub use self::intercept::{
 };
 pub(crate) use self::router::GrpcRouter;
 pub use crate::body::{RequestBody, ResponseBody};
+use crate::call::Call;
 pub use crate::handler::ResponseFuture;
 
 pub use tonic::server::NamedService;
@@ -49,15 +50,13 @@ pub trait FastService: Send + Sync + 'static {
         &[]
     }
 
-    /// Whether the router may ask this service's unary handlers to answer a Connect unary call
-    /// in Connect's form themselves, sparing the translation of a gRPC-form answer: true only
-    /// when nothing between the router and the handlers reads their answers. Generated servers
-    /// say yes, and interceptors (which read requests only) say what their service says; a
-    /// service that wraps another and reads or rewrites its answers must say no, as the
-    /// default does.
+    /// Serves one call whose context (`call`) its transport read from the request's head
+    /// already. Generated servers and interceptors serve through it, so that what the call is
+    /// is read once; any other service serves it as [`call`](Self::call).
     #[doc(hidden)]
-    fn answers_in_connect_form(&self) -> bool {
-        false
+    fn serve(&self, request: http::Request<RequestBody>, call: &mut Call) -> ResponseFuture {
+        let _ = call;
+        self.call(request)
     }
 }
 

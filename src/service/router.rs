@@ -1,36 +1,31 @@
-//! [`GrpcRouter`]: routing a request to the service its `:path` names, checking it is a gRPC
-//! (or gRPC-Web) request first.
+//! [`GrpcRouter`]: routing a call to the service its `:path` names, after checking it is a call
+//! in a protocol the server speaks; gRPC-Web and Connect calls are served as gRPC and their
+//! answers translated back. Every call is observed here (`observe`), where it is a gRPC call
+//! whose service and declared methods are known.
 
 use std::fmt;
 
 use super::FastService;
 use super::connect;
-use super::cors::{self, Cors};
 use crate::FastFuture;
 use crate::body::RequestBody;
-use crate::handler::{AnswerForm, ResponseFuture};
+use crate::call::Call;
+use crate::handler::ResponseFuture;
 #[cfg(feature = "opentelemetry")]
 use crate::metrics::{CallMeter, Instruments, MethodMetrics};
 use crate::observe::Observed;
+use crate::protocol::Protocol;
 use crate::protocol::web::Web;
-use crate::protocol::{Protocol, Wire};
 use crate::status;
-use http::HeaderMap;
-use std::time::Duration;
 
 /// The services a server hosts, looked up by fully-qualified name (`package.Service`).
 #[derive(Default)]
 pub(crate) struct GrpcRouter {
     /// Few services per server: a linear scan over names beats hashing the path.
     routes: Vec<Route>,
-    /// Who may call gRPC-Web methods from pages of other origins.
-    cors: Cors,
     /// gRFC A66's metrics, when the server has a meter provider.
     #[cfg(feature = "opentelemetry")]
     metrics: Option<Metrics>,
-    /// The server's own timeout, which the router enforces for Connect calls (the transports
-    /// do for gRPC's).
-    default_timeout: Option<Duration>,
 }
 
 /// A hosted service.
@@ -84,128 +79,78 @@ impl GrpcRouter {
         });
     }
 
-    /// Answers `request`: HTTP errors for requests in no protocol the server speaks,
-    /// `UNIMPLEMENTED` for unknown services, the service's own answer otherwise. A gRPC-Web or
-    /// Connect call is served as gRPC and its answer translated back (`web`, `connect`). Its
-    /// `wire` is read from its `content-type` unless the caller did so already.
-    pub(crate) fn call(
+    /// Answers `request`, the call `call`: HTTP errors for requests in no protocol the server
+    /// speaks, `UNIMPLEMENTED` for unknown services, the service's own answer otherwise.
+    pub(crate) fn serve(
         &self,
         request: http::Request<RequestBody>,
-        wire: Option<Wire>,
+        call: &mut Call,
     ) -> ResponseFuture {
-        let headers = request.headers();
         if request.method() == http::Method::GET && request.uri().query().is_some() {
             return match connect::get_request(request) {
-                Some(Ok((request, wire))) => self.serve_connect(request, wire),
-                Some(Err(status)) => {
-                    FastFuture::ok(crate::protocol::connect::error_response(&status))
-                }
+                Some(Ok(request)) => self.serve_connect(request, call),
+                Some(Err(status)) => FastFuture::ok(call.failure(&status)),
                 None => FastFuture::ok(crate::protocol::http_error::method_not_allowed()),
             };
         }
         if request.method() != http::Method::POST {
-            // A browser asking whether a page of another origin may call.
-            let preflight = request.method() == http::Method::OPTIONS
-                && headers.contains_key(http::header::ACCESS_CONTROL_REQUEST_METHOD);
-            return FastFuture::ok(match cors::origin(headers).filter(|_| preflight) {
-                Some(origin) => self.cors.preflight(origin, headers),
-                None => crate::protocol::http_error::method_not_allowed(),
-            });
+            return FastFuture::ok(crate::protocol::http_error::method_not_allowed());
         }
-        let Some(wire) = wire.or_else(|| Wire::of_headers(headers)) else {
+        let Some(wire) = call.wire() else {
             return FastFuture::ok(crate::protocol::http_error::unsupported_media_type());
         };
         let web = match wire.protocol {
-            Protocol::Grpc => return self.serve(request),
+            Protocol::Grpc => return self.serve_grpc(request, call),
             Protocol::ConnectUnary | Protocol::ConnectStream => {
-                return self.serve_connect(request, wire);
+                return self.serve_connect(request, call);
             }
             Protocol::GrpcWeb | Protocol::GrpcWebText => Web::of(wire),
         };
-        let cors = self.cors_headers(headers).unwrap_or_default();
         match web.grpc_request(request) {
             Ok(request) => self
-                .serve(request)
-                .map(move |response| web.web_response(response, cors)),
-            Err(status) => {
-                FastFuture::ok(web.web_response(crate::protocol::grpc::status(&status), cors))
-            }
+                .serve_grpc(request, call)
+                .map(move |response| web.web_response(response)),
+            Err(status) => FastFuture::ok(web.failure(&status)),
         }
     }
 
-    /// Answers a Connect call, with what lets the page that sent it read the answer.
-    fn serve_connect(&self, request: http::Request<RequestBody>, wire: Wire) -> ResponseFuture {
-        let cors = self.cors_headers(request.headers());
-        let response = connect::serve(request, wire, self.default_timeout, |request, form| {
-            self.serve_in(request, form)
-        });
-        let Some(cors) = cors else {
-            return response;
-        };
-        response.map(move |mut response| {
-            response.headers_mut().extend(cors);
-            response
+    /// Answers a Connect call.
+    fn serve_connect(
+        &self,
+        request: http::Request<RequestBody>,
+        call: &mut Call,
+    ) -> ResponseFuture {
+        connect::serve(request, call, |request, call| {
+            self.serve_grpc(request, call)
         })
     }
 
-    /// What lets the page that sent a request with `headers` read its answer: computed while
-    /// the request is at hand; none for a call from the server's own origin (no `origin`) or
-    /// one the server's CORS does not let read it.
-    fn cors_headers(&self, headers: &HeaderMap) -> Option<HeaderMap> {
-        let origin = cors::origin(headers)?;
-        let mut cors = HeaderMap::new();
-        self.cors.answer(origin, &mut cors);
-        (!cors.is_empty()).then_some(cors)
-    }
-
-    /// Who may call the gRPC-Web and Connect methods from pages of other origins.
-    pub(crate) fn set_cors(&mut self, cors: Cors) {
-        self.cors = cors;
-    }
-
-    /// The server's own timeout, for the calls whose deadline the router enforces.
-    pub(crate) fn set_default_timeout(&mut self, timeout: Option<Duration>) {
-        self.default_timeout = timeout;
-    }
-
-    /// Answers a gRPC request: the service's answer, or `UNIMPLEMENTED` for an unknown one;
-    /// observed (`observe`) if anything wants to see it.
-    fn serve(&self, request: http::Request<RequestBody>) -> ResponseFuture {
-        self.serve_in(request, AnswerForm::Grpc).0
-    }
-
-    /// Answers a request as [`serve`](Self::serve) does, asking for an answer in `form`: a
-    /// Connect unary call's handler answers in Connect's form if asked and nothing between
-    /// (an observer, a layer) reads the gRPC form. Gives the form the answer is in.
-    fn serve_in(
+    /// Answers a call as gRPC: the service's answer, or `UNIMPLEMENTED` for an unknown one;
+    /// observed (`observe`) if anything wants to see it. A handler may answer in the call's own
+    /// form if the router asked (`Call::ask_own_form`), unless an observer reads the gRPC form.
+    fn serve_grpc(
         &self,
         mut request: http::Request<RequestBody>,
-        form: AnswerForm,
-    ) -> (ResponseFuture, AnswerForm) {
+        call: &mut Call,
+    ) -> ResponseFuture {
         let route = self.route(request.uri().path());
         #[cfg(feature = "opentelemetry")]
         let meter = self
             .metrics
             .as_ref()
-            .map(|metrics| metrics.start(route, &request));
+            .map(|metrics| metrics.start(route, &request, call));
         let observed = Observed::start(
             &mut request,
+            call,
             #[cfg(feature = "opentelemetry")]
             meter,
         );
-        match (observed, form) {
-            (None, AnswerForm::Connect(format))
-                if route.is_some_and(|route| route.service.answers_in_connect_form()) =>
-            {
-                crate::handler::asking(format, || serve_route(route, request))
-            }
-            (None, _) => (serve_route(route, request), AnswerForm::Grpc),
-            (Some(mut observed), _) => {
-                let response = observed.run(|| serve_route(route, request));
-                (
-                    crate::observe::observed(response, observed),
-                    AnswerForm::Grpc,
-                )
+        match observed {
+            None => serve_route(route, request, call),
+            Some(mut observed) => {
+                call.decline_own_form();
+                let response = observed.run(|| serve_route(route, request, call));
+                crate::observe::observed(response, observed, call.polled())
             }
         }
     }
@@ -217,9 +162,13 @@ impl GrpcRouter {
 }
 
 /// The answer of `route`'s service, or `UNIMPLEMENTED` when no service has the request's name.
-fn serve_route(route: Option<&Route>, request: http::Request<RequestBody>) -> ResponseFuture {
+fn serve_route(
+    route: Option<&Route>,
+    request: http::Request<RequestBody>,
+    call: &mut Call,
+) -> ResponseFuture {
     match route {
-        Some(route) => route.service.call(request),
+        Some(route) => route.service.serve(request, call),
         None => {
             let path = request.uri().path();
             FastFuture::ok(crate::protocol::grpc::unknown_route(format!(
@@ -234,8 +183,13 @@ fn serve_route(route: Option<&Route>, request: http::Request<RequestBody>) -> Re
 impl Metrics {
     /// Counts a call of `route` as started: under its method's name if the route's service
     /// declares it, `other` if not.
-    fn start(&self, route: Option<&Route>, request: &http::Request<RequestBody>) -> CallMeter {
-        let started_at = crate::handler::clock::call_started();
+    fn start(
+        &self,
+        route: Option<&Route>,
+        request: &http::Request<RequestBody>,
+        call: &Call,
+    ) -> CallMeter {
+        let started_at = call.started();
         let method = route
             .and_then(|route| {
                 // The route matched `/{route.name}/`: the method is the rest.

@@ -1,58 +1,37 @@
-//! A call as every transport runs it (HTTP/2 on either engine, HTTP/1.1): started by
-//! [`start_call`], and, if it did not answer at once, finished by [`finish_call`] (HTTP/1.1
-//! has its own form of the latter, a nameable future for hyper, with the same rules).
-//!
-//! The deadline is enforced here, the same way for all of them: a call whose deadline has
-//! passed before it starts is answered `DEADLINE_EXCEEDED` and never started; one that answers
-//! after its deadline is answered `DEADLINE_EXCEEDED` instead; a pending one is dropped when
-//! the deadline passes. A reply stream's deadline goes on with its body, which each engine
-//! ends the same way.
+//! A call as every transport runs it: started by [`start_call`] (what handlers may read of the
+//! connection given to it, then the dispatcher, which holds it to its deadline and answers a
+//! panic), and, on HTTP/2, finished in a task by [`finish_call`] if it did not answer at once
+//! (HTTP/1.1 polls a pending call in the future hyper holds for the request).
 
 use std::future::Future;
 use std::panic::{self, AssertUnwindSafe};
-use std::pin::pin;
-use std::time::Duration;
-
-use futures_util::FutureExt;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 use super::Shared;
 use super::connect_info::ConnectInfo;
 use crate::body::{RequestBody, ResponseBody};
-use crate::deadline::{self, Deadline};
-use crate::handler::{Panic, ResponseFuture, panic_status};
-use crate::protocol::Wire;
-use tonic::Status;
+use crate::call::Call;
+use crate::handler::{ResponseFuture, panic_status};
+use crate::service::FastService;
 
-/// How starting a call went: it answered at once (the response, and the deadline still ahead
-/// of its reply body), or it waits, and its transport finishes it (see [`finish_call`]).
+/// How starting a call went: it answered at once (the response, and its call, whose deadline
+/// may still hold for the reply body), or it waits, and its transport finishes it.
 pub(crate) type Started =
-    crate::http2::Started<(http::Response<ResponseBody>, Option<Deadline>), ResponseFuture>;
+    crate::http2::Started<(http::Response<ResponseBody>, Option<Call>), ResponseFuture>;
 
-/// Starts a call: unless its `deadline` has passed, gives it what handlers may read of the
-/// connection and calls the service (a panic answers `INTERNAL`). `wire` is the request's, if
-/// the transport read it already.
+/// Starts `call`: gives it what handlers may read of the connection and dispatches it.
 pub(crate) fn start_call(
     shared: &Shared,
     connect_info: Option<&ConnectInfo>,
     mut request: http::Request<RequestBody>,
-    deadline: Option<Deadline>,
-    wire: Option<Wire>,
+    call: &mut Call,
 ) -> Started {
-    if deadline::expired(deadline) {
-        // Its client has stopped waiting: the call is not started.
-        return Started::Ready((crate::protocol::grpc::status(&deadline::exceeded()), None));
-    }
     if let Some(info) = connect_info {
         give_connect_info(request.extensions_mut(), info);
     }
-    let response =
-        panic::catch_unwind(AssertUnwindSafe(|| shared.service.call_read(request, wire)))
-            .unwrap_or_else(|panic| ResponseFuture::ok(panic_response(panic)));
-    match response.into_ready() {
-        Ok(Ok(_)) if deadline::expired(deadline) => {
-            Started::Ready((crate::protocol::grpc::status(&deadline::exceeded()), None))
-        }
-        Ok(Ok(response)) => Started::Ready((response, deadline)),
+    match shared.service.serve(request, call).into_ready() {
+        Ok(Ok(response)) => Started::Ready((response, Some(*call))),
         Ok(Err(never)) => match never {},
         Err(pending) => Started::Pending(pending),
     }
@@ -78,62 +57,36 @@ fn insert_tonic_connect_info(extensions: &mut http::Extensions, info: &ConnectIn
     }
 }
 
-/// Runs a call that did not answer at once to its response, on either HTTP/2 engine: `None`
-/// when `reset` (the client resetting the stream) completes first; `DEADLINE_EXCEEDED` when
-/// the deadline passes first or had passed before the task ran (the call then never starts); a
-/// panic becomes `INTERNAL`. The deadline comes back with the response while it still holds
-/// for the reply body.
+/// Runs a call that did not answer at once to its response: `None` when `reset` (the client
+/// resetting the stream) completes first. The call's deadline is the dispatcher's.
 pub(crate) async fn finish_call<R: std::fmt::Debug>(
-    response: ResponseFuture,
-    deadline: Option<Deadline>,
+    mut answer: ResponseFuture,
+    call: Call,
     reset: impl Future<Output = R>,
-) -> Option<(http::Response<ResponseBody>, Option<Deadline>)> {
-    let response = if deadline::expired(deadline) {
-        Ok(Ok(crate::protocol::grpc::status(&deadline::exceeded())))
-    } else {
-        let mut response = pin!(AssertUnwindSafe(response).catch_unwind());
-        // The call first: a handler reading its requests sees a reset as CANCELLED.
-        tokio::select! {
-            biased;
-            response = response.as_mut() => response,
-            reason = reset => {
-                tracing::debug!(?reason, "client reset the stream; dropping its call");
-                return None;
-            }
-            () = deadline::passes(deadline) => Ok(Ok(crate::protocol::grpc::status(&deadline::exceeded()))),
+) -> Option<(http::Response<ResponseBody>, Option<Call>)> {
+    let answering = std::future::poll_fn(|cx| poll_contained(&mut answer, &call, cx));
+    // The call first: a handler reading its requests sees a reset as CANCELLED.
+    tokio::select! {
+        biased;
+        response = answering => Some((response, Some(call))),
+        reason = reset => {
+            tracing::debug!(?reason, "client reset the stream; dropping its call");
+            None
         }
-    };
-    Some(match response {
-        Ok(Ok(_)) if deadline::expired(deadline) => {
-            (crate::protocol::grpc::status(&deadline::exceeded()), None)
-        }
-        Ok(Ok(response)) => (response, deadline),
-        Ok(Err(never)) => match never {},
-        Err(panic) => (panic_response(panic), None),
-    })
-}
-
-/// The call's deadline, from `grpc-timeout` and the server's default, put where handlers see
-/// it (the request head's extensions). A malformed `grpc-timeout` is an error.
-pub(crate) fn call_deadline(
-    head: &mut http::request::Parts,
-    default_timeout: Option<Duration>,
-) -> Result<Option<Deadline>, Status> {
-    let timeout = match deadline::request_timeout(&head.headers, default_timeout) {
-        Ok(None) => return Ok(None),
-        // A Connect call's deadline is the router's to enforce, so that it is answered in
-        // Connect's form (`service::connect`); `grpc-timeout` is not Connect's header.
-        _ if crate::protocol::Wire::of_request(&head.headers).is_connect() => return Ok(None),
-        timeout => timeout?,
-    };
-    let deadline = timeout.map(Deadline::after);
-    if let Some(deadline) = deadline {
-        head.extensions.insert(deadline);
     }
-    Ok(deadline)
 }
 
-/// A handler panicked: the call ends with `INTERNAL`; the connection and its other calls live on.
-pub(crate) fn panic_response(panic: Panic) -> http::Response<ResponseBody> {
-    crate::protocol::grpc::status(&panic_status(panic))
+/// Polls a call's pending `answer`; a panic answers `INTERNAL` in the call's protocol: the last
+/// line for code of ours (handlers' panics are contained where they run).
+pub(crate) fn poll_contained(
+    answer: &mut ResponseFuture,
+    call: &Call,
+    cx: &mut Context<'_>,
+) -> Poll<http::Response<ResponseBody>> {
+    match panic::catch_unwind(AssertUnwindSafe(|| Pin::new(answer).poll(cx))) {
+        Ok(Poll::Ready(Ok(response))) => Poll::Ready(response),
+        Ok(Poll::Ready(Err(never))) => match never {},
+        Ok(Poll::Pending) => Poll::Pending,
+        Err(panic) => Poll::Ready(call.failure(&panic_status(panic))),
+    }
 }

@@ -8,7 +8,6 @@
 
 use std::convert::Infallible;
 use std::future::Future;
-use std::panic::{self, AssertUnwindSafe};
 use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -26,11 +25,11 @@ use super::Shared;
 use super::beside::{Beside, First};
 use super::connect_info::ConnectInfo;
 use super::head_timeout::{Answering, HeadWatch, Watched, Written};
-use super::{DrainReason, Started, drain_reason, panic_response, start_call, within_grace};
+use super::{DrainReason, Started, drain_reason, poll_contained, start_call, within_grace};
 use crate::body::{RequestBody, ResponseBody};
-use crate::deadline::{self, Deadline};
+use crate::call::{Call, DeadlineBody};
 use crate::handler::ResponseFuture;
-use crate::protocol::{Protocol, Wire};
+use crate::protocol::Protocol;
 
 /// Serves `io` over HTTP/1.1 until the peer closes it, the head timeout ends it
 /// (`head_timeout.rs`), or it drains: once `shutdown` fires or the connection reaches its
@@ -134,15 +133,15 @@ const MAX_DRAINED: usize = 4 * 1024 * 1024;
 
 pin_project! {
     /// The answer to one request: its body read first if it is small (or refused), then the
-    /// service's response, or `DEADLINE_EXCEEDED` if the call's deadline passes first. A ready
-    /// response is taken at the first poll after the body, without a box. HTTP/1.1's form of
-    /// `call::finish_call` (hyper needs a future it can name, and has no reset to watch: it
-    /// drops the future when the client goes), with its rules: an answer after the deadline is
-    /// `DEADLINE_EXCEEDED`, a panic `INTERNAL`.
+    /// service's response. A ready response is taken at the first poll after the body, without
+    /// a box. The call's deadline is the dispatcher's once the call starts; while its body is
+    /// read first, the timer here starts it when the deadline passes, and the dispatcher then
+    /// answers `DEADLINE_EXCEEDED`. A reply stream is held to the deadline by its body
+    /// ([`DeadlineBody`]), HTTP/1.1 having no connection timer for it.
     struct Answer {
         stage: Stage,
         #[pin]
-        deadline: Option<Sleep>,
+        reading_deadline: Option<Sleep>,
     }
 }
 
@@ -156,7 +155,7 @@ enum Stage {
         then: Then,
     },
     /// The call, started.
-    Calling(ResponseFuture),
+    Calling { answer: ResponseFuture, call: Call },
     /// Answered.
     Done,
 }
@@ -164,19 +163,17 @@ enum Stage {
 /// What an answer does once the body is read.
 enum Then {
     /// Starts the call with the whole body.
-    Call(Call),
+    Call(Waiting),
     /// Sends this refusal; the body was read only so that the client can read the answer.
     Refuse(http::Response<ResponseBody>),
 }
 
 /// A call waiting for its body.
-struct Call {
+struct Waiting {
     shared: Arc<Shared>,
     connect_info: Option<ConnectInfo>,
     head: http::request::Parts,
-    deadline: Option<Deadline>,
-    /// What its `content-type` names, read once here for the router too.
-    wire: Option<Wire>,
+    call: Call,
 }
 
 /// The body read so far.
@@ -233,12 +230,10 @@ impl Future for Answer {
                             // finished reading it, and asking once more would only learn so.
                             body.is_end_stream()
                         }
-                        Poll::Pending => {
-                            if expired(this.deadline.as_mut(), cx) {
-                                return Poll::Ready(Ok(exceeded()));
-                            }
-                            return Poll::Pending;
-                        }
+                        // The deadline passed first: the call starts, and the dispatcher
+                        // answers for it.
+                        Poll::Pending if passed(this.reading_deadline.as_mut(), cx) => true,
+                        Poll::Pending => return Poll::Pending,
                         // The end, a broken body (whose call then fails as it reads) or, for a
                         // refusal, enough read.
                         _ => true,
@@ -251,55 +246,43 @@ impl Future for Answer {
                     else {
                         unreachable!("the stage matched as Reading just above")
                     };
-                    let call = match then {
-                        Then::Refuse(refusal) => return Poll::Ready(Ok(refusal)),
-                        Then::Call(call) => call,
-                    };
-                    let Call {
+                    let Waiting {
                         shared,
                         connect_info,
                         head,
-                        deadline,
-                        wire,
-                    } = call;
+                        mut call,
+                    } = match then {
+                        Then::Refuse(refusal) => return Poll::Ready(Ok(refusal)),
+                        Then::Call(waiting) => waiting,
+                    };
+                    this.reading_deadline.set(None);
                     let body = RequestBody::complete(read.into_bytes());
                     let request = http::Request::from_parts(head, body);
-                    match start_call(&shared, connect_info.as_ref(), request, deadline, wire) {
-                        Started::Ready((response, _)) => return Poll::Ready(Ok(response)),
-                        Started::Pending(response) => {
-                            *this.stage = Stage::Calling(response);
+                    match start_call(&shared, connect_info.as_ref(), request, &mut call) {
+                        Started::Ready((response, _)) => {
+                            return Poll::Ready(Ok(held_to_deadline(response, &call)));
                         }
+                        Started::Pending(answer) => *this.stage = Stage::Calling { answer, call },
                     }
                 }
-                Stage::Calling(response) => {
-                    let polled =
-                        panic::catch_unwind(AssertUnwindSafe(|| Pin::new(&mut *response).poll(cx)));
-                    let answer = match polled {
-                        Ok(Poll::Ready(Ok(response))) => {
-                            let late = this
-                                .deadline
-                                .as_ref()
-                                .get_ref()
-                                .as_ref()
-                                .is_some_and(|deadline| deadline.is_elapsed());
-                            if late { exceeded() } else { response }
-                        }
-                        Ok(Poll::Ready(Err(never))) => match never {},
-                        Ok(Poll::Pending) => {
-                            if expired(this.deadline.as_mut(), cx) {
-                                return Poll::Ready(Ok(exceeded()));
-                            }
-                            return Poll::Pending;
-                        }
-                        Err(panic) => panic_response(panic),
-                    };
+                Stage::Calling { answer, call } => {
+                    let response = std::task::ready!(poll_contained(answer, call, cx));
+                    let response = held_to_deadline(response, call);
                     *this.stage = Stage::Done;
-                    return Poll::Ready(Ok(answer));
+                    return Poll::Ready(Ok(response));
                 }
                 Stage::Done => panic!("an HTTP/1.1 answer polled after it was given"),
             }
         }
     }
+}
+
+/// `response`, its body held to `call`'s deadline.
+fn held_to_deadline(
+    response: http::Response<ResponseBody>,
+    call: &Call,
+) -> http::Response<ResponseBody> {
+    response.map(|body| DeadlineBody::wrap(body, call))
 }
 
 pin_project! {
@@ -333,14 +316,10 @@ impl Future for Watching {
 }
 
 /// Whether the deadline, if there is one, has passed (registering for it if not).
-fn expired(deadline: Pin<&mut Option<Sleep>>, cx: &mut Context<'_>) -> bool {
+fn passed(deadline: Pin<&mut Option<Sleep>>, cx: &mut Context<'_>) -> bool {
     deadline
         .as_pin_mut()
         .is_some_and(|deadline| deadline.poll(cx).is_ready())
-}
-
-fn exceeded() -> http::Response<ResponseBody> {
-    crate::protocol::grpc::status(&deadline::exceeded())
 }
 
 fn answer(
@@ -349,18 +328,25 @@ fn answer(
     request: http::Request<Incoming>,
 ) -> Answer {
     let ready = |response| Answer {
-        stage: Stage::Calling(ResponseFuture::ok(response)),
-        deadline: None,
+        stage: Stage::Calling {
+            answer: ResponseFuture::ok(response),
+            call: Call::default(),
+        },
+        reading_deadline: None,
+    };
+    let (mut head, body) = request.into_parts();
+    let mut call = match Call::read(&mut head, shared.default_timeout) {
+        Ok(call) => call,
+        Err(refusal) => return ready(*refusal),
     };
     // Refused at once, but only once the request's body is read: hyper would close the
     // connection under a client still sending it, which then sees a broken pipe, not the answer.
-    let wire = Wire::of_headers(request.headers());
-    let refusal = match wire {
+    let refusal = match call.wire() {
         // The router's own test, so both transports agree on what gRPC is.
         Some(wire) if wire.protocol == Protocol::Grpc => {
             Some(crate::protocol::http_error::http_version_not_supported())
         }
-        None if request.method() == http::Method::POST => {
+        None if head.method == http::Method::POST => {
             Some(crate::protocol::http_error::unsupported_media_type())
         }
         _ => None,
@@ -368,45 +354,41 @@ fn answer(
     if let Some(refusal) = refusal {
         return Answer {
             stage: Stage::Reading {
-                body: request.into_body(),
+                body,
                 read: Read::default(),
                 then: Then::Refuse(refusal),
             },
-            deadline: None,
+            reading_deadline: None,
         };
     }
-    let (mut head, body) = request.into_parts();
-    let deadline = match super::call::call_deadline(&mut head, shared.default_timeout) {
-        Ok(deadline) => deadline,
-        Err(status) => return ready(crate::protocol::grpc::status(&status)),
-    };
-    let sleep = deadline.map(|deadline| tokio::time::sleep_until(deadline.instant()));
     let small = head.method == http::Method::POST
         && http_body::Body::size_hint(&body)
             .exact()
             .is_some_and(|len| len <= MAX_READ_FIRST);
     if small {
+        let reading_deadline = call
+            .deadline()
+            .map(|deadline| tokio::time::sleep_until(deadline.instant()));
         return Answer {
             stage: Stage::Reading {
                 body,
                 read: Read::default(),
-                then: Then::Call(Call {
+                then: Then::Call(Waiting {
                     shared: Arc::clone(shared),
                     connect_info: connect_info.cloned(),
                     head,
-                    deadline,
-                    wire,
+                    call,
                 }),
             },
-            deadline: sleep,
+            reading_deadline,
         };
     }
     let request = http::Request::from_parts(head, RequestBody::new(body));
-    match start_call(shared, connect_info, request, deadline, wire) {
-        Started::Ready((response, _)) => ready(response),
-        Started::Pending(response) => Answer {
-            stage: Stage::Calling(response),
-            deadline: sleep,
+    match start_call(shared, connect_info, request, &mut call) {
+        Started::Ready((response, _)) => ready(held_to_deadline(response, &call)),
+        Started::Pending(answer) => Answer {
+            stage: Stage::Calling { answer, call },
+            reading_deadline: None,
         },
     }
 }
@@ -425,7 +407,7 @@ mod tests {
 
     fn shared(handshake_timeout: Duration) -> Arc<Shared> {
         Arc::new(Shared {
-            service: Layers::default().wrap(GrpcRouter::default()),
+            service: Layers::default().wrap(GrpcRouter::default(), Default::default(), None),
             connection: ConnectionConfig {
                 handshake_timeout,
                 ..ConnectionConfig::default()

@@ -21,9 +21,10 @@ use super::Shared;
 use super::beside::{Beside, First};
 use super::{Activity, ConnectInfo, Started, drain_reason, finish_call, start_call, within_grace};
 use crate::body::{RequestBody, ResponseBody};
-use crate::deadline::{self, Deadline};
-use crate::handler::{Panic, ResponseFuture, clock, panic_status};
-use crate::http2::{BodyFrame, Calls, Connection, Ended, Later, Outgoing, RequestData};
+use crate::call::Call;
+use crate::deadline::Deadline;
+use crate::handler::{Panic, ResponseFuture, panic_status};
+use crate::http2::{BodyFrame, Calls, Connection, Ended, Ending, Later, Outgoing, RequestData};
 use crate::status;
 
 /// Serves `io` with fastgrpc's engine until the peer closes it, it fails, or it is drained
@@ -77,20 +78,16 @@ struct ServerCalls {
 
 impl Calls for ServerCalls {
     type Body = ResponseBody;
-    type Deadline = Deadline;
+    type Call = Call;
     type Pending = ResponseFuture;
 
     #[inline]
-    fn deadline(
-        &self,
-        head: &mut http::request::Parts,
-    ) -> Result<Option<Deadline>, http::Response<ResponseBody>> {
-        super::call::call_deadline(head, self.shared.default_timeout)
-            .map_err(|status| crate::protocol::grpc::status(&status))
+    fn read(&self, head: &mut http::request::Parts) -> Result<Call, http::Response<ResponseBody>> {
+        Call::read(head, self.shared.default_timeout).map_err(|refusal| *refusal)
     }
 
-    fn expires(deadline: &Deadline) -> Instant {
-        deadline.instant()
+    fn expires(call: &Call) -> Option<Instant> {
+        call.deadline().map(Deadline::instant)
     }
 
     fn calls_arrived(&self) {
@@ -104,7 +101,7 @@ impl Calls for ServerCalls {
         &self,
         head: http::request::Parts,
         body: RequestData,
-        deadline: Option<Deadline>,
+        mut call: Call,
         now: std::time::Instant,
     ) -> (Started, std::time::Instant) {
         let body = match body {
@@ -112,27 +109,16 @@ impl Calls for ServerCalls {
             RequestData::Streaming(stream) => RequestBody::engine(stream),
         };
         let request = http::Request::from_parts(head, body);
-        // Adaptive inline reads this clock for the call's cost (`handler::clock`).
-        clock::open_call(now);
-        let started = start_call(
-            &self.shared,
-            self.connect_info.as_ref(),
-            request,
-            deadline,
-            None,
-        );
-        (started, clock::close_call())
+        // Adaptive inline times the call's first poll from this reading, and leaves its own.
+        call.start_clock(now);
+        let started = start_call(&self.shared, self.connect_info.as_ref(), request, &mut call);
+        (started, call.ended())
     }
 
-    fn finish_later(
-        &self,
-        pending: ResponseFuture,
-        deadline: Option<Deadline>,
-        later: Later<Self>,
-    ) {
+    fn finish_later(&self, pending: ResponseFuture, call: Call, later: Later<Self>) {
         self.activity.spawn(async move {
             let reset = poll_fn(|cx| later.poll_reset(cx));
-            if let Some(reply) = finish_call(pending, deadline, reset).await {
+            if let Some(reply) = finish_call(pending, call, reset).await {
                 later.finish(reply);
             }
         });
@@ -162,7 +148,11 @@ impl Calls for ServerCalls {
         })
     }
 
-    fn deadline_exceeded() -> HeaderMap {
-        status::trailers(&deadline::exceeded(), HeaderMap::new())
+    fn deadline_ending(call: &Call) -> Ending {
+        let ending = call.ending(&crate::deadline::exceeded());
+        Ending {
+            data: ending.data,
+            trailers: ending.trailers,
+        }
     }
 }

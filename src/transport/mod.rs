@@ -58,7 +58,7 @@ pub(crate) mod tls;
 
 pub(crate) use self::activity::Activity;
 pub use self::activity::ServerStats;
-pub(crate) use self::call::{Started, finish_call, panic_response, start_call};
+pub(crate) use self::call::{Started, finish_call, poll_contained, start_call};
 pub(crate) use self::config::{DrainReason, drain_reason, within_grace};
 pub use self::connect_info::{Address, ConnectInfo, Connected};
 pub(crate) use self::shared::Shared;

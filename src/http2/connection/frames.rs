@@ -339,7 +339,6 @@ where
             sending: None,
             shared: None,
             head: None,
-            deadline: None,
             stop_at: None,
         };
         if decoded == Decoded::TooLarge {
@@ -357,15 +356,16 @@ where
                     return Ok(());
                 }
                 stream.content_length = content_length;
-                let deadline = self.calls.deadline(&mut parts);
-                stream.head = Some(parts);
-                self.streams.insert(id, stream);
-                match deadline {
-                    Ok(deadline) => {
-                        self.streams.get_mut(&id).expect("inserted").deadline = deadline;
+                match self.calls.read(&mut parts) {
+                    Ok(call) => {
+                        stream.head = Some((parts, call));
+                        self.streams.insert(id, stream);
                         self.queue.push_back(id);
                     }
-                    Err(answer) => self.respond(id, answer, None),
+                    Err(answer) => {
+                        self.streams.insert(id, stream);
+                        self.respond(id, answer, None);
+                    }
                 }
             }
             Err(why) => {

@@ -30,10 +30,10 @@ where
         &mut self,
         id: u32,
         response: http::Response<C::Body>,
-        deadline: Option<C::Deadline>,
+        call: Option<C::Call>,
     ) {
         let (parts, body) = response.into_parts();
-        self.send_reply(id, parts.status, parts.headers, C::outgoing(body), deadline);
+        self.send_reply(id, parts.status, parts.headers, C::outgoing(body), call);
     }
 
     /// Answers a request no call sees (its head was too large) with `status` alone.
@@ -53,7 +53,7 @@ where
         status: StatusCode,
         headers: HeaderMap,
         outgoing: Outgoing<C::Body>,
-        deadline: Option<C::Deadline>,
+        call: Option<C::Call>,
     ) {
         let max_frame = self.peer_max_frame_size;
         let Some(stream) = self.streams.get_mut(&id) else {
@@ -116,13 +116,9 @@ where
                     stream: id,
                     outbox: Arc::clone(&self.outbox) as Arc<dyn Mail>,
                 }));
-                stream.sending = Some(Sending {
-                    body,
-                    waker,
-                    deadline,
-                });
-                if let Some(deadline) = deadline {
-                    self.arm_deadline(C::expires(&deadline));
+                stream.sending = Some(Sending { body, waker, call });
+                if let Some(expires) = call.as_ref().and_then(C::expires) {
+                    self.arm_deadline(expires);
                 }
                 self.ready.push(id);
             }

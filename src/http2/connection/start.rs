@@ -31,8 +31,8 @@ where
         }
         self.ready.append(&mut taken.ready);
         for Finished { stream, reply } in taken.finished.drain(..) {
-            let (response, deadline) = reply;
-            self.respond(stream, response, deadline);
+            let (response, call) = reply;
+            self.respond(stream, response, call);
         }
         self.taken = taken;
     }
@@ -71,7 +71,7 @@ where
             // Reset by the client before its call started.
             return now;
         };
-        let Some(parts) = stream.head.take() else {
+        let Some((parts, call)) = stream.head.take() else {
             return now;
         };
         let chunks = match std::mem::replace(&mut stream.recv, Recv::Dropped) {
@@ -93,14 +93,13 @@ where
         } else {
             RequestData::Whole(chunks.join())
         };
-        let deadline = stream.deadline;
         if !stream.recv_open {
             // The handler owns the whole body now: its window goes back at once.
             self.release_connection(received);
         }
-        let (started, now) = self.calls.start(parts, body, deadline, now);
+        let (started, now) = self.calls.start(parts, body, call, now);
         match started {
-            Started::Ready((response, deadline)) => self.respond(id, response, deadline),
+            Started::Ready((response, call)) => self.respond(id, response, call),
             Started::Pending(pending) => {
                 let stream = self.streams.get_mut(&id).expect("present above");
                 let outbox = &self.outbox;
@@ -112,7 +111,7 @@ where
                     shared,
                     outbox: Arc::clone(&self.outbox),
                 };
-                self.calls.finish_later(pending, deadline, later);
+                self.calls.finish_later(pending, call, later);
             }
         }
         now

@@ -44,10 +44,9 @@ pub(super) struct Stream<C: Calls> {
     pub(super) sending: Option<Sending<C>>,
     /// Set for calls running in tasks, and request bodies read while they arrive.
     pub(super) shared: Option<Arc<StreamShared>>,
-    /// The request head, until its call starts.
-    pub(super) head: Option<http::request::Parts>,
-    /// From `grpc-timeout` and the server's default, counted from when the headers arrived.
-    pub(super) deadline: Option<C::Deadline>,
+    /// The request head and what the layer above read of it (its deadline among the rest,
+    /// counted from when the headers arrived), until its call starts.
+    pub(super) head: Option<(http::request::Parts, C::Call)>,
     /// Answered while the client was still sending: when it is told to stop.
     pub(super) stop_at: Option<Instant>,
 }
@@ -119,7 +118,8 @@ impl Received {
 pub(super) struct Sending<C: Calls> {
     pub(super) body: C::Body,
     pub(super) waker: Waker,
-    pub(super) deadline: Option<C::Deadline>,
+    /// The call the body answers, if a deadline may hold for it.
+    pub(super) call: Option<C::Call>,
 }
 
 /// How a reply ends once its data is sent.

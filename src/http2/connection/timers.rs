@@ -93,17 +93,25 @@ where
                         next = Some(next.map_or(stop_at, |next| next.min(stop_at)));
                     }
                 }
-                let Some(deadline) = stream.sending.as_ref().and_then(|sending| sending.deadline)
-                else {
+                let Some(call) = stream.sending.as_ref().and_then(|sending| sending.call) else {
                     continue;
                 };
-                if C::expires(&deadline) <= now {
+                let Some(expires) = C::expires(&call) else {
+                    continue;
+                };
+                if expires <= now {
+                    // The body is dropped; what it sent stays queued, then the ending.
                     stream.sending = None;
-                    stream.pending_end = Some(End::Trailers(C::deadline_exceeded()));
+                    let ending = C::deadline_ending(&call);
+                    if let Some(data) = ending.data {
+                        stream.pending.push_back(data);
+                    }
+                    stream.pending_end = Some(match ending.trailers {
+                        Some(trailers) => End::Trailers(trailers),
+                        None => End::Data,
+                    });
                 } else {
-                    next = Some(next.map_or(C::expires(&deadline), |next| {
-                        next.min(C::expires(&deadline))
-                    }));
+                    next = Some(next.map_or(expires, |next| next.min(expires)));
                 }
             }
             for &id in &stopping {
