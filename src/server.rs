@@ -335,12 +335,14 @@ impl Builder {
     }
 
     /// Serves TLS on every connection, with `config` (rustls, as [`TlsConfig`](crate::transport::TlsConfig) builds it from
-    /// PEM files or as you build it). If `config` names no ALPN protocols, `h2` is set: gRPC
-    /// clients require it. The handshake runs in each connection's task, within the
-    /// [`handshake_timeout`](Self::handshake_timeout).
+    /// PEM files or as you build it). If `config` names no ALPN protocols, `h2` is offered (gRPC
+    /// clients require it), and `http/1.1` after it unless [`accept_http1(false)`](Self::accept_http1);
+    /// a list of its own is kept as it is. A connection is served over the HTTP version ALPN
+    /// chose, or, if the client offered none, the one its first bytes show. The handshake runs
+    /// in each connection's task, within the [`handshake_timeout`](Self::handshake_timeout).
     #[cfg(feature = "tls")]
     pub fn tls_config(mut self, config: tokio_rustls::rustls::ServerConfig) -> Self {
-        self.tls = Some(tls::with_h2_alpn(config));
+        self.tls = Some(config);
         self
     }
 
@@ -469,6 +471,10 @@ impl Builder {
         E: Into<BoxError>,
         F: Future<Output = ()>,
     {
+        #[cfg(feature = "tls")]
+        let tls = self.tls.map(|config| {
+            tls::Acceptor::new(tls::with_default_alpn(config, self.connection.accept_http1))
+        });
         let shared = Shared {
             service: self.layers.wrap(self.router),
             connection: self.connection,
@@ -476,7 +482,7 @@ impl Builder {
             stats: self.stats,
             connect_info: self.connect_info,
             #[cfg(feature = "tls")]
-            tls: self.tls.map(tls::Acceptor::new),
+            tls,
         };
         incoming::serve(shared, self.max_connections, incoming, signal).await
     }
