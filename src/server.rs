@@ -229,11 +229,24 @@ impl Builder {
 
     /// How long a new connection may take to send the HTTP/2 preface and settings
     /// (default 10 s); a connection that sends nothing is closed after it. Over HTTP/1.1 it
-    /// also bounds the wait for each request's head: a connection with no answer in progress
-    /// that reads no head, finishes no answer and writes nothing for this long is closed
-    /// (within twice the time), while it drains too.
+    /// also bounds each request's head once it has begun to arrive: a connection with no
+    /// answer in progress that has received part of a head, and reads no whole head, finishes
+    /// no answer and writes nothing for this long, is closed (within twice the time), while it
+    /// drains too. An HTTP/1.1 connection with nothing sent since its last answer is idle
+    /// instead ([`http1_idle_timeout`](Self::http1_idle_timeout)).
     pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
         self.connection.handshake_timeout = timeout;
+        self
+    }
+
+    /// How long an HTTP/1.1 keep-alive connection may stay idle, with no answer in progress and
+    /// nothing received since its last answer, before the server closes it (default 120 s,
+    /// within one [`handshake_timeout`](Self::handshake_timeout) more). Keep it longer than
+    /// your clients' pools keep idle connections (Go's `http.Transport` 90 s): a client that
+    /// sends on a connection the server is closing gets an error for that request instead of
+    /// an answer.
+    pub fn http1_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.connection.http1_idle_timeout = timeout;
         self
     }
 
@@ -278,8 +291,7 @@ impl Builder {
     /// Sends GOAWAY on a connection that has had no call in progress for `idle`, so clients
     /// that went quiet give their connection's resources back (default: idle connections stay
     /// open; see also [`http2_keepalive`](Self::http2_keepalive) for peers that vanished).
-    /// HTTP/1.1 connections ignore it: one that reads no head for one to two
-    /// [`handshake_timeout`](Self::handshake_timeout)s is closed anyway.
+    /// HTTP/1.1 connections have [`http1_idle_timeout`](Self::http1_idle_timeout) instead.
     pub fn max_connection_idle(mut self, idle: Duration) -> Self {
         self.connection.max_connection_idle = Some(idle);
         self
