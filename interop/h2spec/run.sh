@@ -6,9 +6,11 @@
 #
 # The runner is $H2SPEC, else `h2spec` on PATH. Exits 0 only when every case passed.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
 
+# Found before moving to the repository's root, so that a relative $H2SPEC works.
 h2spec=${H2SPEC:-$(command -v h2spec || true)}
+[[ -n "$h2spec" ]] && h2spec=$(realpath -- "$h2spec" 2>/dev/null || true)
+cd "$(dirname "$0")/../.."
 if [[ -z "$h2spec" || ! -x "$h2spec" ]]; then
   echo "h2spec not found: set H2SPEC to its path or put it on PATH." >&2
   echo "It is released at github.com/summerwind/h2spec (releases: a static binary per platform)." >&2

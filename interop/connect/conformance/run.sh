@@ -8,9 +8,11 @@
 # The runner is $CONNECTCONFORMANCE, else `connectconformance` on PATH. Exits as the runner
 # does: 0 only when every case passed.
 set -euo pipefail
-cd "$(dirname "$0")"
 
+# Found before moving into this folder, so that a relative $CONNECTCONFORMANCE works.
 runner=${CONNECTCONFORMANCE:-$(command -v connectconformance || true)}
+[[ -n "$runner" ]] && runner=$(realpath -- "$runner" 2>/dev/null || true)
+cd "$(dirname "$0")"
 if [[ -z "$runner" || ! -x "$runner" ]]; then
   cat >&2 <<'HELP'
 connectconformance not found: set CONNECTCONFORMANCE to its path or put it on PATH.
