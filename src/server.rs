@@ -230,11 +230,24 @@ impl Builder {
 
     /// How long a new connection may take to send the HTTP/2 preface and settings
     /// (default 10 s); a connection that sends nothing is closed after it. Over HTTP/1.1 it
-    /// also bounds the wait for each request's head: a connection with no answer in progress
-    /// that reads no head, finishes no answer and writes nothing for this long is closed
-    /// (within twice the time), while it drains too.
+    /// also bounds each request's head once it has begun to arrive: a connection with no
+    /// answer in progress that has received part of a head, and reads no whole head, finishes
+    /// no answer and writes nothing for this long, is closed (within twice the time), while it
+    /// drains too. An HTTP/1.1 connection with nothing sent since its last answer is idle
+    /// instead ([`http1_idle_timeout`](Self::http1_idle_timeout)).
     pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
         self.connection.handshake_timeout = timeout;
+        self
+    }
+
+    /// How long an HTTP/1.1 keep-alive connection may stay idle, with no answer in progress and
+    /// nothing received since its last answer, before the server closes it (default 120 s,
+    /// within one [`handshake_timeout`](Self::handshake_timeout) more). Keep it longer than
+    /// your clients' pools keep idle connections (Go's `http.Transport` 90 s): a client that
+    /// sends on a connection the server is closing gets an error for that request instead of
+    /// an answer.
+    pub fn http1_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.connection.http1_idle_timeout = timeout;
         self
     }
 
@@ -279,8 +292,7 @@ impl Builder {
     /// Sends GOAWAY on a connection that has had no call in progress for `idle`, so clients
     /// that went quiet give their connection's resources back (default: idle connections stay
     /// open; see also [`http2_keepalive`](Self::http2_keepalive) for peers that vanished).
-    /// HTTP/1.1 connections ignore it: one that reads no head for one to two
-    /// [`handshake_timeout`](Self::handshake_timeout)s is closed anyway.
+    /// HTTP/1.1 connections have [`http1_idle_timeout`](Self::http1_idle_timeout) instead.
     pub fn max_connection_idle(mut self, idle: Duration) -> Self {
         self.connection.max_connection_idle = Some(idle);
         self
@@ -337,12 +349,14 @@ impl Builder {
     }
 
     /// Serves TLS on every connection, with `config` (rustls, as [`TlsConfig`](crate::transport::TlsConfig) builds it from
-    /// PEM files or as you build it). If `config` names no ALPN protocols, `h2` is set: gRPC
-    /// clients require it. The handshake runs in each connection's task, within the
-    /// [`handshake_timeout`](Self::handshake_timeout).
+    /// PEM files or as you build it). If `config` names no ALPN protocols, `h2` is offered (gRPC
+    /// clients require it), and `http/1.1` after it unless [`accept_http1(false)`](Self::accept_http1);
+    /// a list of its own is kept as it is. A connection is served over the HTTP version ALPN
+    /// chose, or, if the client offered none, the one its first bytes show. The handshake runs
+    /// in each connection's task, within the [`handshake_timeout`](Self::handshake_timeout).
     #[cfg(feature = "tls")]
     pub fn tls_config(mut self, config: tokio_rustls::rustls::ServerConfig) -> Self {
-        self.tls = Some(tls::with_h2_alpn(config));
+        self.tls = Some(config);
         self
     }
 
@@ -471,6 +485,10 @@ impl Builder {
         E: Into<BoxError>,
         F: Future<Output = ()>,
     {
+        #[cfg(feature = "tls")]
+        let tls = self.tls.map(|config| {
+            tls::Acceptor::new(tls::with_default_alpn(config, self.connection.accept_http1))
+        });
         let shared = Shared {
             service: self
                 .layers
@@ -480,7 +498,7 @@ impl Builder {
             stats: self.stats,
             connect_info: self.connect_info,
             #[cfg(feature = "tls")]
-            tls: self.tls.map(tls::Acceptor::new),
+            tls,
         };
         incoming::serve(shared, self.max_connections, incoming, signal).await
     }

@@ -1,7 +1,8 @@
 //! TLS (the `tls` feature): tonic's TLS client against a fastgrpc server, with certificates made
 //! here (a CA, a server certificate for `localhost`, a client certificate). Client-certificate
-//! authentication, the peer's chain in `ConnectInfo`, and clients that fail the handshake
-//! (plaintext, certificate-less, silent) without disturbing the others.
+//! authentication, the peer's chain in `ConnectInfo`, clients that fail the handshake
+//! (plaintext, certificate-less, silent) without disturbing the others, and ALPN: HTTP/1.1
+//! clients over TLS (tokio-rustls' client, Connect calls written by hand) served beside HTTP/2.
 
 use std::time::Duration;
 
@@ -194,14 +195,13 @@ async fn plaintext_and_silent_clients_fail_alone() {
     server.stop().await;
 }
 
-#[tokio::test]
-async fn a_rustls_config_of_ones_own_gets_h2_alpn() {
+/// A rustls `ServerConfig` of one's own, from the test PKI, with the ALPN protocols `alpn`.
+fn own_config(pki: &Pki, alpn: &[&[u8]]) -> fastgrpc::transport::rustls::ServerConfig {
     use fastgrpc::transport::rustls::pki_types::pem::PemObject;
     use fastgrpc::transport::rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let pki = pki();
     let provider =
         std::sync::Arc::new(fastgrpc::transport::rustls::crypto::ring::default_provider());
-    let config = fastgrpc::transport::rustls::ServerConfig::builder_with_provider(provider)
+    let mut config = fastgrpc::transport::rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .unwrap()
         .with_no_client_auth()
@@ -210,11 +210,157 @@ async fn a_rustls_config_of_ones_own_gets_h2_alpn() {
             PrivateKeyDer::from_pem_slice(pki.server_key.as_bytes()).unwrap(),
         )
         .unwrap();
-    assert!(config.alpn_protocols.is_empty());
-    let (server, _greeter) = serve(config).await;
+    config.alpn_protocols = alpn.iter().map(|protocol| protocol.to_vec()).collect();
+    config
+}
+
+#[tokio::test]
+async fn a_rustls_config_of_ones_own_gets_h2_and_http1_alpn() {
+    let pki = pki();
+    let (server, _greeter) = serve(own_config(&pki, &[])).await;
     // tonic's client refuses a server that does not select h2.
     let channel = tls_channel(&server, &pki, false).await.unwrap();
     assert_eq!(say_hello(channel, "own").await.unwrap(), "Hello own");
+    let tls = tls_connect(&server, &pki, &[b"http/1.1"]).await.unwrap();
+    assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"http/1.1"[..]));
+    assert_eq!(connect_call_over_http1(tls, "own").await.status, 200);
+    server.stop().await;
+}
+
+/// A config's own ALPN list is kept as it is; an empty one gets `h2` alone when the server
+/// does not serve HTTP/1.1.
+#[tokio::test]
+async fn an_alpn_list_of_ones_own_is_kept_and_http1_is_offered_only_when_served() {
+    let pki = pki();
+    let h2_only = [
+        Server::builder().tls_config(own_config(&pki, &[b"h2"])),
+        Server::builder()
+            .accept_http1(false)
+            .tls_config(own_config(&pki, &[])),
+    ];
+    for builder in h2_only {
+        let server =
+            TestServer::start(builder.add_service(GreeterServer::new(RecordingGreeter::default())))
+                .await;
+        let refused = tls_connect(&server, &pki, &[b"http/1.1"]).await;
+        assert!(
+            refused.is_err(),
+            "no protocol in common: {:?}",
+            refused.map(|_| ())
+        );
+        let channel = tls_channel(&server, &pki, false).await.unwrap();
+        assert_eq!(say_hello(channel, "h2").await.unwrap(), "Hello h2");
+        server.stop().await;
+    }
+}
+
+/// A TLS connection to `server` trusting the test CA, offering the ALPN protocols `alpn` (none
+/// if empty); the handshake's error if it fails.
+async fn tls_connect(
+    server: &TestServer,
+    pki: &Pki,
+    alpn: &[&[u8]],
+) -> std::io::Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>> {
+    use fastgrpc::transport::rustls;
+    use rustls::pki_types::pem::PemObject;
+
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(rustls::pki_types::CertificateDer::from_pem_slice(pki.ca.as_bytes()).unwrap())
+        .unwrap();
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = alpn.iter().map(|protocol| protocol.to_vec()).collect();
+    let tcp = tokio::net::TcpStream::connect(server.addr).await?;
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let connecting =
+        tokio_rustls::TlsConnector::from(std::sync::Arc::new(config)).connect(name, tcp);
+    tokio::time::timeout(Duration::from_secs(10), connecting)
+        .await
+        .expect("the handshake ends within 10 s")
+}
+
+/// A Connect unary call (JSON) to `SayHello` over HTTP/1.1 on `tls`, the connection closed after
+/// it: the answer.
+async fn connect_call_over_http1<IO>(mut tls: IO, name: &str) -> support::http1::Http1Response
+where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    use tokio::io::AsyncWriteExt;
+    let body = format!(r#"{{"name":"{name}"}}"#);
+    let request = support::http1::request(
+        "POST",
+        "/helloworld.Greeter/SayHello",
+        "application/json",
+        &[("connection", "close")],
+        body.as_bytes(),
+    );
+    tls.write_all(&request).await.unwrap();
+    let mut raw = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), tls.read_to_end(&mut raw))
+        .await
+        .expect("answered and closed within 10 s")
+        .unwrap();
+    let mut answers = support::http1::responses(&raw);
+    assert_eq!(answers.len(), 1, "{answers:?}");
+    answers.pop().unwrap()
+}
+
+/// Browsers and curl may speak HTTP/1.1 over TLS: the server offers `http/1.1` beside `h2` and
+/// serves a connection that chose it over HTTP/1.1, and one whose client offered no ALPN by its
+/// first bytes, as without TLS.
+#[tokio::test]
+async fn http1_clients_over_tls_are_served_whether_they_offer_alpn_or_not() {
+    let pki = pki();
+    let (server, greeter) = tls_server(&pki, false).await;
+    for (offered, chosen) in [
+        (&[&b"http/1.1"[..]][..], Some(&b"http/1.1"[..])),
+        (&[][..], None),
+    ] {
+        let tls = tls_connect(&server, &pki, offered).await.unwrap();
+        assert_eq!(tls.get_ref().1.alpn_protocol(), chosen);
+        let answer = connect_call_over_http1(tls, "web").await;
+        assert_eq!(answer.status, 200, "{answer:?}");
+        assert_eq!(answer.body, br#"{"message":"Hello web"}"#, "{answer:?}");
+    }
+    // A client offering both gets HTTP/2, which gRPC needs.
+    let tls = tls_connect(&server, &pki, &[b"h2", b"http/1.1"])
+        .await
+        .unwrap();
+    assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
+    assert_eq!(
+        greeter.seen().len(),
+        2,
+        "both HTTP/1.1 calls reached the handler"
+    );
+    server.stop().await;
+}
+
+/// `alpn_http1(false)` offers `h2` alone: a client that speaks only HTTP/1.1 fails the
+/// handshake, gRPC's clients are served as ever.
+#[tokio::test]
+async fn alpn_http1_off_offers_http2_alone() {
+    let pki = pki();
+    let tls = TlsConfig::from_pem(&pki.server_cert, &pki.server_key)
+        .unwrap()
+        .alpn_http1(false)
+        .build()
+        .unwrap();
+    assert_eq!(tls.alpn_protocols, [b"h2".to_vec()]);
+    let (server, greeter) = serve(tls).await;
+    let refused = tls_connect(&server, &pki, &[b"http/1.1"]).await;
+    assert!(
+        refused.is_err(),
+        "no protocol in common: {:?}",
+        refused.map(|_| ())
+    );
+    let channel = tls_channel(&server, &pki, false).await.unwrap();
+    assert_eq!(say_hello(channel, "h2").await.unwrap(), "Hello h2");
+    assert_eq!(greeter.seen().len(), 1);
     server.stop().await;
 }
 

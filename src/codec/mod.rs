@@ -390,6 +390,19 @@ mod tests {
         decode_unary::<()>(encoded, 0, None, Format::Proto).unwrap();
     }
 
+    /// A compressed frame of length 0, or a Connect unary body of no bytes with a
+    /// `content-encoding`, is the empty message (connect-go's zstd writer sends it so).
+    #[test]
+    fn nothing_compressed_is_the_empty_message() {
+        for &encoding in CompressionEncoding::ALL {
+            let empty = frame(1, 0, &[]);
+            let decoded = decode_unary::<String>(empty, 0, Some(encoding), Format::Proto);
+            assert_eq!(decoded.unwrap(), "", "{encoding}");
+            let bare = decode_bare::<String>(Bytes::new(), 0, Some(encoding), Format::Proto);
+            assert_eq!(bare.unwrap(), "", "{encoding}");
+        }
+    }
+
     #[test]
     fn message_exactly_at_the_limit_is_accepted_and_one_more_byte_is_not() {
         let text = "x".repeat(100);

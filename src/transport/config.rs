@@ -32,6 +32,8 @@ pub(crate) struct ConnectionConfig {
     pub(crate) inline_budget: Duration,
     /// Whether HTTP/1.1 connections (gRPC-Web from browsers) are served beside HTTP/2.
     pub(crate) accept_http1: bool,
+    /// How long an HTTP/1.1 connection may stay idle between requests.
+    pub(crate) http1_idle_timeout: Duration,
     /// How often clients may ping (gRFC A8); enforced by fastgrpc's engine.
     pub(crate) ping_policy: PingPolicy,
 }
@@ -62,6 +64,10 @@ impl Default for ConnectionConfig {
             // ones lets its first answers go after about this much work.
             inline_budget: Duration::from_micros(500),
             accept_http1: true,
+            // Longer than clients' pools keep an idle connection (Go's 90 s), so that they
+            // close it first: one the server closes while a pooled client sends on it costs
+            // that client a failed request.
+            http1_idle_timeout: Duration::from_secs(120),
             // gRPC's defaults (gRFC A8).
             ping_policy: PingPolicy {
                 min_interval: Duration::from_secs(300),

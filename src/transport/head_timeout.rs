@@ -1,5 +1,5 @@
-//! How long an HTTP/1.1 connection may wait for a request's head, kept by counting rather than
-//! by a timer per request.
+//! How long an HTTP/1.1 connection may wait for a request's head, and how long it may stay
+//! idle, kept by counting rather than by a timer per request.
 //!
 //! hyper's own header read timeout arms a boxed timer each time it starts reading a head and
 //! drops it once the head is read: an allocation, a clock read and a timer-wheel insert and
@@ -7,10 +7,14 @@
 //! (`docs/BENCHMARKS.md`). Here a request costs two atomic additions to the count and an `Arc`
 //! clone (its guard's); one timer per connection looks at the count once a period.
 //!
-//! The rule it keeps: a connection with no answer in progress that has read no head, finished
-//! no answer and written nothing for a whole period is cut off. A client that sends its head
-//! too slowly, or an idle keep-alive connection, is closed one to two periods after it last did
-//! anything; a reply still going out to a slow reader is not a stall (its writes count).
+//! The rules it keeps, for a connection with no answer in progress: one that has begun to
+//! receive a request's head (bytes arrived since its last answer) and has read no whole head,
+//! finished no answer and written nothing for a whole head period is cut off, one to two
+//! periods after it last did anything; one that has received nothing since (an idle keep-alive
+//! connection) is closed once it has been quiet for the idle timeout, give or take a period.
+//! Clients' pools keep idle connections for long (Go's for 90 s): the idle timeout is longer
+//! than the head timeout, so that a connection reused after a pause is still open. A reply
+//! still going out to a slow reader is not a stall (its writes count).
 //!
 //! The same watch carries one more bit the connection's task and its answers share: whether
 //! the connection closes after its next answer (its maximum age passed while it was idle).
@@ -33,8 +37,20 @@ pub(super) struct HeadWatch {
     /// Low 32 bits: answers in progress. High 32 bits: events (a head read, an answer
     /// finished, bytes written), wrapping; only their change is read.
     state: AtomicU64,
+    /// Set when bytes arrive, cleared when an answer finishes: whether the next request has
+    /// begun to arrive.
+    heard: AtomicBool,
     /// Set when the connection is to close after its next answer.
     closing: AtomicBool,
+}
+
+/// Why a connection was found stalled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Stall {
+    /// A request's head began to arrive and did not end within the head timeout.
+    Head,
+    /// Nothing arrived for the idle timeout.
+    Idle,
 }
 
 /// Adds one to the events.
@@ -65,17 +81,44 @@ impl HeadWatch {
         self.closing.load(Ordering::Relaxed)
     }
 
-    /// Completes once a whole `period` passed with no answer in progress, no head read, no
-    /// answer finished and nothing written.
-    pub(super) async fn stalled(&self, period: Duration) {
+    /// Whether bytes arrived since the last answer finished.
+    fn heard(&self) -> bool {
+        self.heard.load(Ordering::Relaxed)
+    }
+
+    /// Completes when the connection stalls, with no answer in progress and no head read, no
+    /// answer finished and nothing written meanwhile: for a whole `head` period once a
+    /// request's head has begun to arrive ([`Stall::Head`]), for `idle` if nothing arrived
+    /// ([`Stall::Idle`]). Looks once a period (the shorter of the two).
+    pub(super) async fn stalled(&self, head: Duration, idle: Duration) -> Stall {
+        let period = head.min(idle);
         let mut seen = self.state.load(Ordering::Relaxed);
+        // How long the connection has been quiet, and how long since a head was seen to have
+        // begun, both as counted at each look.
+        let mut quiet = Duration::ZERO;
+        let mut head_begun: Option<Duration> = None;
         loop {
             tokio::time::sleep(period).await;
             let now = self.state.load(Ordering::Relaxed);
-            if now == seen && now as u32 == 0 {
-                return;
+            if now != seen || now as u32 > 0 {
+                seen = now;
+                quiet = Duration::ZERO;
+                // Bytes that came after the answer finished: the next head, from now on.
+                head_begun = (now as u32 == 0 && self.heard()).then_some(Duration::ZERO);
+                continue;
             }
-            seen = now;
+            quiet = quiet.saturating_add(period);
+            match &mut head_begun {
+                Some(waited) => {
+                    *waited += period;
+                    if *waited >= head {
+                        return Stall::Head;
+                    }
+                }
+                None if self.heard() => head_begun = Some(Duration::ZERO),
+                None if quiet >= idle => return Stall::Idle,
+                None => {}
+            }
         }
     }
 }
@@ -97,6 +140,9 @@ impl Drop for Answering {
         // One event more and one answer fewer, in one addition: the answers' count is at least
         // one here, so subtracting one from it borrows nothing from the events.
         self.watch.state.fetch_add(EVENT - 1, Ordering::Relaxed);
+        // What arrives from now on is the next request. (A next head hyper has already read
+        // whole is taken at once; one read in part then waits as an idle connection would.)
+        self.watch.heard.store(false, Ordering::Relaxed);
     }
 }
 
@@ -138,7 +184,8 @@ impl<B: Body<Data = Bytes>> Body for Watched<B> {
     }
 }
 
-/// A connection's socket whose writes count as activity on its watch.
+/// A connection's socket whose writes count as activity on its watch, and whose reads tell it
+/// that a request has begun to arrive.
 #[derive(Debug)]
 pub(super) struct Written<IO> {
     io: IO,
@@ -163,7 +210,12 @@ impl<IO: AsyncRead + Unpin> AsyncRead for Written<IO> {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_read(cx, buf)
+        let before = buf.filled().len();
+        let read = Pin::new(&mut self.io).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.watch.heard.store(true, Ordering::Relaxed);
+        }
+        read
     }
 }
 
@@ -204,46 +256,107 @@ impl<IO: AsyncWrite + Unpin> AsyncWrite for Written<IO> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    const HEAD: Duration = Duration::from_secs(10);
+    const IDLE: Duration = Duration::from_secs(120);
+
+    /// `watch.stalled(head, idle)` running in a task of its own.
+    fn watching(
+        watch: &Arc<HeadWatch>,
+        head: Duration,
+        idle: Duration,
+    ) -> tokio::task::JoinHandle<Stall> {
+        let watch = Arc::clone(watch);
+        tokio::spawn(async move { watch.stalled(head, idle).await })
+    }
+
+    /// A socket on `watch` and the peer that writes into it.
+    fn socket(
+        watch: &Arc<HeadWatch>,
+    ) -> (Written<tokio::io::DuplexStream>, tokio::io::DuplexStream) {
+        let (ours, theirs) = tokio::io::duplex(64);
+        (Written::new(ours, Arc::clone(watch)), theirs)
+    }
 
     #[tokio::test(start_paused = true)]
-    async fn a_connection_that_reads_no_head_stalls_after_one_period() {
+    async fn a_connection_that_receives_nothing_is_closed_after_the_idle_timeout() {
         let watch = HeadWatch::default();
-        let period = Duration::from_secs(10);
         let started = tokio::time::Instant::now();
-        watch.stalled(period).await;
-        assert_eq!(started.elapsed(), period);
+        assert_eq!(watch.stalled(HEAD, IDLE).await, Stall::Idle);
+        assert_eq!(started.elapsed(), IDLE);
+    }
+
+    /// A keep-alive connection reused after a pause longer than the head timeout (a client
+    /// pool's) is still open; one quiet for the idle timeout is closed.
+    #[tokio::test(start_paused = true)]
+    async fn an_idle_connection_outlives_the_head_timeout_until_the_idle_one() {
+        let watch = Arc::new(HeadWatch::default());
+        let (mut socket, mut peer) = socket(&watch);
+        let stalled = watching(&watch, HEAD, IDLE);
+        // A request arrives and is answered.
+        peer.write_all(b"POST / HTTP/1.1\r\n\r\n").await.unwrap();
+        socket.read_exact(&mut [0; 19]).await.unwrap();
+        drop(watch.head_read());
+        let answered = tokio::time::Instant::now();
+        tokio::time::sleep(IDLE - Duration::from_secs(1)).await;
+        assert!(!stalled.is_finished(), "open well past the head timeout");
+        assert_eq!(stalled.await.unwrap(), Stall::Idle);
+        let waited = answered.elapsed();
+        assert!(waited >= IDLE && waited <= IDLE + HEAD, "{waited:?}");
+    }
+
+    /// Once bytes of the next request arrive, its head must be whole within the head timeout,
+    /// however long the connection was idle before.
+    #[tokio::test(start_paused = true)]
+    async fn a_head_begun_after_a_pause_has_the_head_timeout() {
+        let watch = Arc::new(HeadWatch::default());
+        let (mut socket, mut peer) = socket(&watch);
+        let stalled = watching(&watch, HEAD, IDLE);
+        drop(watch.head_read());
+        tokio::time::sleep(Duration::from_secs(35)).await;
+        peer.write_all(b"POST / HT").await.unwrap();
+        socket.read_exact(&mut [0; 9]).await.unwrap();
+        let begun = tokio::time::Instant::now();
+        assert_eq!(stalled.await.unwrap(), Stall::Head);
+        let waited = begun.elapsed();
+        assert!(waited >= HEAD && waited <= 2 * HEAD, "{waited:?}");
+    }
+
+    /// The first request's bytes (read when the connection was told apart) start its head.
+    #[tokio::test(start_paused = true)]
+    async fn a_first_head_sent_too_slowly_has_the_head_timeout() {
+        let watch = Arc::new(HeadWatch::default());
+        let (mut socket, mut peer) = socket(&watch);
+        peer.write_all(b"POST").await.unwrap();
+        socket.read_exact(&mut [0; 4]).await.unwrap();
+        let started = tokio::time::Instant::now();
+        assert_eq!(watch.stalled(HEAD, IDLE).await, Stall::Head);
+        assert_eq!(started.elapsed(), 2 * HEAD);
     }
 
     #[tokio::test(start_paused = true)]
     async fn an_answer_in_progress_never_stalls_and_its_end_restarts_the_wait() {
         let watch = Arc::new(HeadWatch::default());
-        let period = Duration::from_secs(10);
         let answering = watch.head_read();
-        let stalled = tokio::spawn({
-            let watch = Arc::clone(&watch);
-            async move { watch.stalled(period).await }
-        });
+        let stalled = watching(&watch, HEAD, HEAD);
         // However long the answer takes.
         tokio::time::sleep(Duration::from_secs(105)).await;
         assert!(!stalled.is_finished());
         drop(answering);
         let ended = tokio::time::Instant::now();
         // Its end is activity: cut off one to two periods after it, not before.
-        tokio::time::sleep(period - Duration::from_secs(1)).await;
+        tokio::time::sleep(HEAD - Duration::from_secs(1)).await;
         assert!(!stalled.is_finished());
-        stalled.await.unwrap();
+        assert_eq!(stalled.await.unwrap(), Stall::Idle);
         let waited = ended.elapsed();
-        assert!(waited >= period && waited <= 2 * period, "{waited:?}");
+        assert!(waited >= HEAD && waited <= 2 * HEAD, "{waited:?}");
     }
 
     #[tokio::test(start_paused = true)]
     async fn heads_read_within_each_period_keep_the_connection() {
         let watch = Arc::new(HeadWatch::default());
-        let period = Duration::from_secs(10);
-        let stalled = tokio::spawn({
-            let watch = Arc::clone(&watch);
-            async move { watch.stalled(period).await }
-        });
+        let stalled = watching(&watch, HEAD, HEAD);
         for _ in 0..10 {
             tokio::time::sleep(Duration::from_secs(7)).await;
             drop(watch.head_read());
@@ -253,23 +366,16 @@ mod tests {
         let last = tokio::time::Instant::now();
         stalled.await.unwrap();
         let waited = last.elapsed();
-        assert!(waited >= period && waited <= 2 * period, "{waited:?}");
+        assert!(waited >= HEAD && waited <= 2 * HEAD, "{waited:?}");
     }
 
     /// A reply going out slowly (its body given to hyper whole, so no answer is in progress)
     /// is not a stall while its writes go on.
     #[tokio::test(start_paused = true)]
     async fn writes_keep_a_connection_from_stalling() {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
         let watch = Arc::new(HeadWatch::default());
-        let period = Duration::from_secs(10);
-        let (ours, mut theirs) = tokio::io::duplex(64);
-        let mut written = Written::new(ours, Arc::clone(&watch));
-        let stalled = tokio::spawn({
-            let watch = Arc::clone(&watch);
-            async move { watch.stalled(period).await }
-        });
+        let (mut written, mut theirs) = socket(&watch);
+        let stalled = watching(&watch, HEAD, HEAD);
         let mut scratch = [0; 15];
         for _ in 0..10 {
             tokio::time::sleep(Duration::from_secs(7)).await;
@@ -281,7 +387,7 @@ mod tests {
         let last = tokio::time::Instant::now();
         stalled.await.unwrap();
         let waited = last.elapsed();
-        assert!(waited >= period && waited <= 2 * period, "{waited:?}");
+        assert!(waited >= HEAD && waited <= 2 * HEAD, "{waited:?}");
     }
 
     #[test]

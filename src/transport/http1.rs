@@ -2,9 +2,10 @@
 //! their CORS preflights, through the same services and router as HTTP/2.
 //!
 //! gRPC itself needs HTTP/2 (its status travels in trailers): a gRPC request over HTTP/1.1 is
-//! answered `505 HTTP Version Not Supported` at once. A client that sends its headers too slowly,
-//! or leaves a connection idle, is cut off one to two handshake timeouts after it last did
-//! anything (`head_timeout.rs`), so it cannot hold a connection open that way.
+//! answered `505 HTTP Version Not Supported` at once. A client that sends its headers too slowly
+//! is cut off one to two handshake timeouts after it last did anything, and a connection left
+//! idle after the HTTP/1.1 idle timeout (`head_timeout.rs`), so neither holds a connection open
+//! for ever.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -24,14 +25,14 @@ use tokio_util::sync::CancellationToken;
 use super::Shared;
 use super::beside::{Beside, First};
 use super::connect_info::ConnectInfo;
-use super::head_timeout::{Answering, HeadWatch, Watched, Written};
+use super::head_timeout::{Answering, HeadWatch, Stall, Watched, Written};
 use super::{DrainReason, Started, drain_reason, poll_contained, start_call, within_grace};
 use crate::body::{RequestBody, ResponseBody};
 use crate::call::{Call, DeadlineBody};
 use crate::handler::ResponseFuture;
 use crate::protocol::Protocol;
 
-/// Serves `io` over HTTP/1.1 until the peer closes it, the head timeout ends it
+/// Serves `io` over HTTP/1.1 until the peer closes it, the head or idle timeout ends it
 /// (`head_timeout.rs`), or it drains: once `shutdown` fires or the connection reaches its
 /// maximum age, the answer in progress (if any) goes out, within the drain grace if one is set,
 /// and the connection closes.
@@ -44,6 +45,7 @@ pub(crate) async fn serve<IO>(
     IO: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
     let header_timeout = shared.connection.handshake_timeout;
+    let idle_timeout = shared.connection.http1_idle_timeout;
     let drain_grace = shared.connection.drain_grace;
     let watch = Arc::new(HeadWatch::default());
     let io = Written::new(io, Arc::clone(&watch));
@@ -62,33 +64,33 @@ pub(crate) async fn serve<IO>(
     // One head timeout for the connection's whole life, its drain included: hyper's graceful
     // shutdown waits for a first head it has begun to read, so a client sending one slowly
     // would otherwise hold a shutdown open.
-    let mut stalled = pin!(watch.stalled(header_timeout));
+    let mut stalled = pin!(watch.stalled(header_timeout, idle_timeout));
     let serving = async {
         tokio::select! {
             reason = drain_reason(&shared.connection, None, &shutdown) => Side::Drain(reason),
-            () = stalled.as_mut() => Side::Stalled,
+            stall = stalled.as_mut() => Side::Stalled(stall),
         }
     };
     let mut reason = match Beside::new(&mut connection, serving).await {
         First::Main(result) => return log_end(result),
-        First::Side(Side::Stalled) => return log_stalled(),
+        First::Side(Side::Stalled(stall)) => return log_stalled(stall),
         First::Side(Side::Drain(reason)) => reason,
     };
     if reason == DrainReason::Age && !watch.answering() {
         // Idle: closing now could lose a request already on its way (HTTP/1.1 has no GOAWAY to
         // say which requests were taken). The next answer closes the connection instead, with
-        // `connection: close`, as nginx's `keepalive_time` does; until then the head timeout
-        // or a shutdown ends it.
+        // `connection: close`, as nginx's `keepalive_time` does; until then the head or idle
+        // timeout or a shutdown ends it.
         watch.close_after_next_answer();
         let waiting = async {
             tokio::select! {
                 () = shutdown.cancelled() => Side::Drain(DrainReason::Shutdown),
-                () = stalled.as_mut() => Side::Stalled,
+                stall = stalled.as_mut() => Side::Stalled(stall),
             }
         };
         reason = match Beside::new(&mut connection, waiting).await {
             First::Main(result) => return log_end(result),
-            First::Side(Side::Stalled) => return log_stalled(),
+            First::Side(Side::Stalled(stall)) => return log_stalled(stall),
             First::Side(Side::Drain(reason)) => reason,
         };
     }
@@ -100,7 +102,7 @@ pub(crate) async fn serve<IO>(
     match Beside::new(within_grace(drain_grace, connection), stalled).await {
         First::Main(Some(result)) => log_end(result),
         First::Main(None) => {}
-        First::Side(()) => log_stalled(),
+        First::Side(stall) => log_stalled(stall),
     }
 }
 
@@ -110,15 +112,20 @@ fn log_end(result: hyper::Result<()>) {
     }
 }
 
-fn log_stalled() {
-    tracing::debug!("HTTP/1.1 connection closed: no request head within the timeout");
+fn log_stalled(stall: Stall) {
+    match stall {
+        Stall::Head => {
+            tracing::debug!("HTTP/1.1 connection closed: no whole request head within the timeout");
+        }
+        Stall::Idle => tracing::debug!("HTTP/1.1 connection closed: idle for the idle timeout"),
+    }
 }
 
 /// What ends an HTTP/1.1 connection from outside: a drain (the server shuts down, or the
-/// connection reached its maximum age), or the head timeout.
+/// connection reached its maximum age), or the head or idle timeout.
 enum Side {
     Drain(DrainReason),
-    Stalled,
+    Stalled(Stall),
 }
 
 /// A request body of at most this many bytes (by its `content-length`) is read whole before

@@ -215,16 +215,19 @@ where
             return;
         };
         let info = shared.connect_info.then(|| io.connect_info());
-        return http(io, info, handshake_deadline, shared, shutdown).await;
+        let negotiated = super::tls::negotiated(&io);
+        return http(io, negotiated, info, handshake_deadline, shared, shutdown).await;
     }
     let info = shared.connect_info.then(|| io.connect_info());
-    http(io, info, handshake_deadline, shared, shutdown).await
+    http(io, None, info, handshake_deadline, shared, shutdown).await
 }
 
-/// Serves HTTP/2, or, if the server accepts HTTP/1.1, whichever of the two the connection's
-/// first bytes show (told apart within the handshake deadline).
+/// Serves HTTP/2 or HTTP/1.1: the one that TLS negotiated (`negotiated`), or else HTTP/2, or, if
+/// the server accepts HTTP/1.1, whichever of the two the connection's first bytes show (told
+/// apart within the handshake deadline).
 async fn http<IO>(
     io: IO,
+    negotiated: Option<Protocol>,
     info: Option<ConnectInfo>,
     handshake_deadline: Instant,
     shared: Arc<Shared>,
@@ -232,6 +235,21 @@ async fn http<IO>(
 ) where
     IO: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
+    match negotiated {
+        Some(Protocol::Http2) => {
+            return http2(io, info, handshake_deadline, shared, shutdown).await;
+        }
+        Some(Protocol::Http1) if shared.connection.accept_http1 => {
+            return http1(io, info, shared, shutdown).await;
+        }
+        Some(Protocol::Http1) => {
+            // A rustls config of the user's own offers `http/1.1` while the server does not
+            // serve it.
+            tracing::debug!("TLS negotiated http/1.1, which the server does not accept");
+            return;
+        }
+        None => {}
+    }
     if !shared.connection.accept_http1 {
         return http2(io, info, handshake_deadline, shared, shutdown).await;
     }
@@ -243,15 +261,25 @@ async fn http<IO>(
         Ok(Some((Protocol::Http2, io))) => {
             http2(io, info, handshake_deadline, shared, shutdown).await;
         }
-        Ok(Some((Protocol::Http1, io))) => {
-            // Closed through it too: an answer saying `connection: close` is not lost to a RST
-            // when the client has already sent more.
-            let io = super::linger::LingeringClose::new(io);
-            http1::serve(io, info, shared, shutdown).await;
-        }
+        Ok(Some((Protocol::Http1, io))) => http1(io, info, shared, shutdown).await,
         Ok(None) => {}
         Err(_) => tracing::debug!("the connection sent nothing telling its protocol in time"),
     }
+}
+
+/// Serves HTTP/1.1 with hyper.
+async fn http1<IO>(
+    io: IO,
+    info: Option<ConnectInfo>,
+    shared: Arc<Shared>,
+    shutdown: CancellationToken,
+) where
+    IO: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    // Closed through it too: an answer saying `connection: close` is not lost to a RST when the
+    // client has already sent more.
+    let io = super::linger::LingeringClose::new(io);
+    http1::serve(io, info, shared, shutdown).await;
 }
 
 /// Serves HTTP/2 with the server's engine.

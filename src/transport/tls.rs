@@ -1,5 +1,6 @@
-//! TLS (the `tls` feature): rustls with the ring provider, ALPN `h2`, optional client
-//! certificates. The handshake runs in the connection's own task, within the handshake timeout.
+//! TLS (the `tls` feature): rustls with the ring provider, ALPN `h2` and `http/1.1`, optional
+//! client certificates. The handshake runs in the connection's own task, within the handshake
+//! timeout; the protocol ALPN chose picks the connection's HTTP server.
 
 use std::fmt;
 use std::sync::Arc;
@@ -14,8 +15,12 @@ use tokio_rustls::rustls::{self, RootCertStore, ServerConfig};
 use tokio_rustls::server::TlsStream;
 use tokio_util::sync::CancellationToken;
 
+use super::sniff::Protocol;
+
 /// The ALPN protocol of HTTP/2 over TLS, which gRPC clients require the server to select.
 const ALPN_H2: &[u8] = b"h2";
+/// The ALPN protocol of HTTP/1.1, which browsers and curl offer for gRPC-Web and Connect.
+const ALPN_HTTP1: &[u8] = b"http/1.1";
 
 /// A TLS server configuration made from PEM files: the server's certificate chain and key, and
 /// optionally the roots that client certificates must chain to. [`build`](Self::build) gives
@@ -45,6 +50,7 @@ pub struct TlsConfig {
     key: PrivateKeyDer<'static>,
     client_roots: Option<RootCertStore>,
     client_auth_optional: bool,
+    alpn_http1: bool,
 }
 
 impl TlsConfig {
@@ -62,6 +68,7 @@ impl TlsConfig {
             key,
             client_roots: None,
             client_auth_optional: false,
+            alpn_http1: true,
         })
     }
 
@@ -87,7 +94,17 @@ impl TlsConfig {
         self
     }
 
-    /// The rustls configuration: ring's cryptography, TLS 1.3 and 1.2, ALPN `h2`.
+    /// Whether ALPN offers `http/1.1` beside `h2` (default: yes), so that clients speaking only
+    /// HTTP/1.1 over TLS (browsers' gRPC-Web and Connect clients on some stacks, `curl
+    /// --http1.1`) are served too. With `false` only `h2` is offered, and such clients fail the
+    /// handshake; gRPC clients offer `h2` and get it either way.
+    pub fn alpn_http1(mut self, enabled: bool) -> TlsConfig {
+        self.alpn_http1 = enabled;
+        self
+    }
+
+    /// The rustls configuration: ring's cryptography, TLS 1.3 and 1.2, ALPN `h2` and (unless
+    /// [`alpn_http1(false)`](Self::alpn_http1)) `http/1.1`.
     pub fn build(self) -> Result<ServerConfig, TlsError> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let builder = ServerConfig::builder_with_provider(provider.clone())
@@ -110,7 +127,7 @@ impl TlsConfig {
         let mut config = builder
             .with_single_cert(self.cert_chain, self.key)
             .map_err(|error| TlsError::new("the server's certificate and key", error))?;
-        config.alpn_protocols = vec![ALPN_H2.to_vec()];
+        config.alpn_protocols = alpn_protocols(self.alpn_http1);
         Ok(config)
     }
 }
@@ -124,6 +141,7 @@ impl fmt::Debug for TlsConfig {
                 &self.client_roots.as_ref().map(RootCertStore::len),
             )
             .field("client_auth_optional", &self.client_auth_optional)
+            .field("alpn_http1", &self.alpn_http1)
             .finish_non_exhaustive()
     }
 }
@@ -170,12 +188,32 @@ impl std::error::Error for TlsError {
     }
 }
 
-/// `config` offering HTTP/2 by ALPN, unless it already names its protocols.
-pub(crate) fn with_h2_alpn(mut config: ServerConfig) -> ServerConfig {
+/// The ALPN protocols offered, most preferred first: HTTP/2, and HTTP/1.1 if `http1`.
+fn alpn_protocols(http1: bool) -> Vec<Vec<u8>> {
+    let mut protocols = vec![ALPN_H2.to_vec()];
+    if http1 {
+        protocols.push(ALPN_HTTP1.to_vec());
+    }
+    protocols
+}
+
+/// `config` offering HTTP/2 by ALPN, and HTTP/1.1 if the server serves it (`http1`), unless it
+/// already names its protocols.
+pub(crate) fn with_default_alpn(mut config: ServerConfig, http1: bool) -> ServerConfig {
     if config.alpn_protocols.is_empty() {
-        config.alpn_protocols = vec![ALPN_H2.to_vec()];
+        config.alpn_protocols = alpn_protocols(http1);
     }
     config
+}
+
+/// The HTTP version that ALPN chose on `stream`, if it chose one the server knows; `None` when
+/// the client offered no ALPN (the first bytes tell, as without TLS).
+pub(crate) fn negotiated<IO>(stream: &TlsStream<IO>) -> Option<Protocol> {
+    match stream.get_ref().1.alpn_protocol()? {
+        ALPN_H2 => Some(Protocol::Http2),
+        ALPN_HTTP1 => Some(Protocol::Http1),
+        _ => None,
+    }
 }
 
 /// What a TLS server's connections share.
