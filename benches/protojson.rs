@@ -67,6 +67,7 @@ fn scalars() -> Scalars {
         }),
         u32: 7,
         colors: vec![Color::Red.into(), Color::Green.into()],
+        ..Default::default()
     }
 }
 

@@ -6,7 +6,7 @@
 /// gRPC message framing: the unary decode and encode steps, a request stream's decoder, and
 /// messages as ProtoJSON.
 pub mod codec {
-    pub use crate::codec::json::{decode as decode_json, write as write_json};
+    pub use crate::codec::json::{DecodeOptions, decode as decode_json, write as write_json};
     pub use crate::codec::{
         DEFAULT_MAX_RECEIVE_MESSAGE_SIZE, FRAME_HEADER_LEN, decode_unary, encode, encode_reply,
     };
