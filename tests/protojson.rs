@@ -4,7 +4,7 @@
 //! broke have a test each here too (`interop/protobuf/run.sh` runs the suite itself).
 
 use serde_json::{Value, json};
-use support::pb::jsontest::{Aliased, Color, Nested, Scalars, WellKnown, scalars};
+use support::pb::jsontest::{Aliased, Color, Nested, Scalars, WellKnown, proto2, scalars};
 
 use fastgrpc::internals::codec::{DecodeOptions, decode_json, write_json};
 
@@ -456,6 +456,46 @@ fn an_any_without_a_type_is_the_empty_any() {
         refused::<WellKnown>(json!({ "any": { "value": "x" } })),
         "fields without a type"
     );
+}
+
+#[test]
+fn proto2_fields_keep_presence_and_extensions_are_fields() {
+    use prost::Message;
+    let message = proto2::Legacy {
+        count: Some(0),
+        name: String::new(),
+        closed: Some(proto2::Closed::One.into()),
+        note: Some("n".into()),
+        count_extension: Some(7),
+        details: Some(proto2::legacy::Details {
+            text: Some("d".into()),
+        }),
+        ..Default::default()
+    };
+    // A set optional field is written even at its default; a required one always.
+    let json = json!({
+        "count": 0,
+        "name": "",
+        "closed": "CLOSED_ONE",
+        "details": { "text": "d" },
+        "[jsontest.proto2.note]": "n",
+        "[jsontest.proto2.count]": 7,
+    });
+    assert_eq!(to_json(&message), json);
+    assert_eq!(from_json::<proto2::Legacy>(json), message);
+    // An extension is kept in binary too, under its number.
+    let encoded = message.encode_to_vec();
+    assert!(
+        encoded.windows(3).any(|w| w == [0xa2, 0x06, 0x01]),
+        "field 100, length 1"
+    );
+    assert_eq!(proto2::Legacy::decode(&encoded[..]).unwrap(), message);
+    // An extension is named by its full name only.
+    assert!(refused_text::<proto2::Legacy>(r#"{"note": "n"}"#, STRICT));
+    // A closed enum has only its declared numbers: another is as an unknown value.
+    let read: proto2::Legacy = from_json(json!({ "closed": 5, "closeds": [1, 5, 0] }));
+    assert_eq!((read.closed, read.closeds), (None, vec![1, 0]));
+    assert!(refused_text::<proto2::Legacy>(r#"{"closed": 5}"#, STRICT));
 }
 
 #[test]

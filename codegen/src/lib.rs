@@ -4,7 +4,10 @@
 //! needed), generates the messages with [`prost_build`], their ProtoJSON form (`serde` impls
 //! calling the runtime's), and for every service a module `<service>_server` holding the trait
 //! to implement and the server that hosts it.
-
+//!
+//! An extension (proto2's `extend`) of a message compiled in the same run becomes a field of
+//! that message, so that it is kept in binary and written as `"[full.name]"` in JSON (prost
+//! itself has no extensions).
 //!
 //! The well-known types (`google.protobuf.Timestamp`, ...) are those of `fastgrpc::types`,
 //! which have their special JSON forms; a method taking or returning `google.protobuf.Empty`
@@ -27,6 +30,7 @@
 #![deny(missing_docs)]
 #![warn(unreachable_pub)]
 
+mod extensions;
 mod json;
 mod service;
 
@@ -246,6 +250,18 @@ impl Builder {
                     std::mem::take(&mut self.spawned_methods),
                 )));
         }
+        // Extensions as fields, in what prost-build and the JSON impls see; the descriptor set
+        // written above stays as compiled.
+        let mut fds = fds;
+        let chosen = &self.extern_paths;
+        extensions::as_fields(&mut fds, |message| {
+            !chosen.iter().any(|(proto_path, _)| {
+                message == proto_path
+                    || message
+                        .strip_prefix(proto_path.as_str())
+                        .is_some_and(|rest| rest.starts_with('.'))
+            })
+        });
         self.prost.compile_fds(fds.clone())?;
         json::append_serde_impls(&fds, &out_dir, &self.runtime_path, &self.extern_paths)
     }
