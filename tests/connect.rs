@@ -523,7 +523,11 @@ async fn google_protobuf_empty_is_the_empty_object() {
     .await;
     assert_eq!(response.status, 200, "{response:?}");
     assert!(response.body.is_empty());
+    // A field Empty does not have is skipped, as any unknown field; what is not an object is
+    // refused.
     let response = post_json(&server, "/jsontest.JsonTest/Ping", json!({ "x": 1 })).await;
+    assert_eq!(response.status, 200, "{response:?}");
+    let response = post_json(&server, "/jsontest.JsonTest/Ping", json!([])).await;
     assert_eq!(response.status, 400, "{response:?}");
     server.stop().await;
 }

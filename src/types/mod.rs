@@ -22,11 +22,11 @@ mod wrappers;
 /// message).
 pub(crate) use crate::codec::json::values::decode_base64;
 
-use serde::de::{self, MapAccess};
+use serde::de;
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::codec::json::message::{Fields, JsonMessage};
+use crate::codec::json::NoFields;
 use crate::codec::json::options::{self, DecodeOptions, ReadJson};
 
 pub use self::duration::Duration;
@@ -117,26 +117,9 @@ impl Serialize for Empty {
     }
 }
 
-impl JsonMessage for Empty {
-    const NAME: &'static str = "google.protobuf.Empty";
-    const FIELDS: &'static [&'static str] = &[];
-
-    fn field(_: &str) -> Option<usize> {
-        None
-    }
-
-    fn read_field<'de, A: MapAccess<'de>>(
-        &mut self,
-        _: usize,
-        _: &mut Fields<'_, A>,
-    ) -> Result<(), A::Error> {
-        Ok(())
-    }
-}
-
 impl<'de> Deserialize<'de> for Empty {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        options::deserialize(deserializer)
+        options::deserialize(deserializer).map(|NoFields| Empty {})
     }
 }
 

@@ -21,11 +21,33 @@ pub(crate) mod values;
 use std::any::{Any, TypeId};
 
 use serde::Serialize;
-use serde::de::{Deserialize, DeserializeOwned};
+use serde::de::DeserializeOwned;
 use tonic::Status;
 
 pub use self::options::DecodeOptions;
 use self::options::WithOptions;
+
+/// `google.protobuf.Empty` in JSON: an object without fields. What `()` reads as, and the
+/// well-known `Empty` too.
+#[derive(Default)]
+pub(crate) struct NoFields;
+
+impl message::JsonMessage for NoFields {
+    const NAME: &'static str = "google.protobuf.Empty";
+    const FIELDS: &'static [&'static str] = &[];
+
+    fn field(_: &str) -> Option<usize> {
+        None
+    }
+
+    fn read_field<'de, A: serde::de::MapAccess<'de>>(
+        &mut self,
+        _: usize,
+        _: &mut message::Fields<'_, A>,
+    ) -> Result<(), A::Error> {
+        Ok(())
+    }
+}
 
 /// Decodes one message from `json`, with `options`.
 pub fn decode<M: DeserializeOwned + 'static>(
@@ -35,9 +57,8 @@ pub fn decode<M: DeserializeOwned + 'static>(
     let mut deserializer = serde_json::Deserializer::from_slice(json);
     if TypeId::of::<M>() == TypeId::of::<()>() {
         // `()` stands for `google.protobuf.Empty`: an object with no fields.
-        let _: crate::types::Empty =
-            Deserialize::deserialize(WithOptions::new(&mut deserializer, options))
-                .map_err(invalid)?;
+        let _: NoFields =
+            options::deserialize(WithOptions::new(&mut deserializer, options)).map_err(invalid)?;
         deserializer.end().map_err(invalid)?;
         // A zero-sized box: no allocation.
         let unit: Box<dyn Any> = Box::new(());
