@@ -496,6 +496,12 @@ fn proto2_fields_keep_presence_and_extensions_are_fields() {
     let read: proto2::Legacy = from_json(json!({ "closed": 5, "closeds": [1, 5, 0] }));
     assert_eq!((read.closed, read.closeds), (None, vec![1, 0]));
     assert!(refused_text::<proto2::Legacy>(r#"{"closed": 5}"#, STRICT));
+    // A oneof of proto2, as of proto3.
+    let read: proto2::Legacy = from_json(json!({ "name": "n", "first": "f", "second": null }));
+    assert_eq!(read.either, Some(proto2::legacy::Either::First("f".into())));
+    assert!(refused::<proto2::Legacy>(
+        json!({ "first": "f", "second": "s" })
+    ));
 }
 
 #[test]
