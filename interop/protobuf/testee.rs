@@ -113,8 +113,9 @@ where
             }
         }
         Some(Payload::JsonPayload(json)) => {
-            // The suite's JSON cases expect a field the message lacks to be refused, but for
-            // those of this category.
+            // protobuf's own parsers refuse what a message does not know unless asked to
+            // ignore it, and the suite's JSON cases expect that (an unknown enum value name is
+            // refused), but for those of the ignore-unknown category: both modes are judged.
             let options = DecodeOptions {
                 reject_unknown_fields: request.test_category()
                     != TestCategory::JsonIgnoreUnknownParsingTest,
