@@ -51,7 +51,7 @@ pub trait ReadJson: Sized {
 }
 
 /// What a `Deserialize` impl of a [`ReadJson`] type does: reads it with the options the
-/// deserializer carries (a [`WithOptions`]), or the default ones.
+/// deserializer carries (a `WithOptions` of the codec), or the default ones.
 pub fn deserialize<'de, T: ReadJson, D: Deserializer<'de>>(deserializer: D) -> Result<T, D::Error> {
     deserializer.deserialize_newtype_struct(ASK, Ask(PhantomData))
 }
