@@ -9,6 +9,7 @@ const PROTOS: &[&str] = &[
     "helloworld.proto",
     "grpc/testing/test.proto",
     "jsontest/jsontest.proto",
+    "jsontest/proto2.proto",
 ];
 
 fn main() -> std::io::Result<()> {

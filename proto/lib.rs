@@ -17,6 +17,12 @@ pub mod grpc_testing {
 /// `jsontest/jsontest.proto`: every kind of field ProtoJSON maps, and a service echoing them.
 pub mod jsontest {
     include!(concat!(env!("OUT_DIR"), "/jsontest.rs"));
+
+    /// `jsontest/proto2.proto`: proto2's presence, required fields, closed enums, groups and
+    /// extensions.
+    pub mod proto2 {
+        include!(concat!(env!("OUT_DIR"), "/jsontest.proto2.rs"));
+    }
 }
 
 /// `jsontest.JsonTest` answered by echoing each request: what the Connect tests, the interop

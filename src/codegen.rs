@@ -24,11 +24,20 @@ pub use crate::service::Intercepted;
 pub use crate::service::{
     FastService, Interceptor, NamedService, RequestBody, ResponseBody, ResponseFuture,
 };
-pub use crate::{FastFuture, RpcFuture, Streaming};
-pub use futures_util::Stream;
-// What the ProtoJSON impls that `fastgrpc-build` writes with pbjson-build call.
 /// What a package's `register_json_types` calls for each of its messages.
 pub use crate::types::register_json_type;
-pub use pbjson;
+pub use crate::{FastFuture, RpcFuture, Streaming};
+pub use futures_util::Stream;
 pub use serde;
+
+/// What the ProtoJSON impls `fastgrpc-build` generates for messages and enums call: the
+/// forms of values by kind, messages as objects, and the decode options.
+pub mod json {
+    pub use crate::codec::json::message::{Fields, JsonMessage, Writer, writer};
+    pub use crate::codec::json::options::{DecodeOptions, ReadJson, deserialize};
+    pub use crate::codec::json::values::{
+        Bool, ByteStorage, Bytes, Enum, F32, F64, I32, I64, JsonEnum, Kind, MapKey, Message,
+        NullEnum, NullableMessage, Read, SerdeEnum, Str, U32, U64, enum_value,
+    };
+}
 pub use tonic::{Request, Response, Status};

@@ -7,7 +7,7 @@
 /// messages as ProtoJSON.
 pub mod codec {
     pub use crate::codec::Format;
-    pub use crate::codec::json::{decode as decode_json, write as write_json};
+    pub use crate::codec::json::{DecodeOptions, decode as decode_json, write as write_json};
     pub use crate::codec::{
         DEFAULT_MAX_RECEIVE_MESSAGE_SIZE, FRAME_HEADER_LEN, decode_unary, encode, encode_reply,
     };

@@ -462,7 +462,7 @@ async fn bad_json_is_invalid_argument_and_the_connection_goes_on() {
     let cases = [
         "{nope",
         r#"{"responseSize": "many"}"#,
-        r#"{"responseSize": 1, "noSuchField": 2}"#,
+        r#"{"responseSize": 1, "responseSize": 2}"#,
         "[]",
         "",
     ];
@@ -523,7 +523,11 @@ async fn google_protobuf_empty_is_the_empty_object() {
     .await;
     assert_eq!(response.status, 200, "{response:?}");
     assert!(response.body.is_empty());
+    // A field Empty does not have is skipped, as any unknown field; what is not an object is
+    // refused.
     let response = post_json(&server, "/jsontest.JsonTest/Ping", json!({ "x": 1 })).await;
+    assert_eq!(response.status, 200, "{response:?}");
+    let response = post_json(&server, "/jsontest.JsonTest/Ping", json!([])).await;
     assert_eq!(response.status, 400, "{response:?}");
     server.stop().await;
 }
@@ -568,10 +572,43 @@ async fn json_rides_grpc_and_grpc_web_too() {
         "/jsontest.JsonTest/Echo",
         "application/grpc+json",
         &[("te", "trailers")],
-        frame(b"{\"nope\":1}"),
+        frame(b"{\"i32\":\"one\"}"),
     )
     .await;
     assert_eq!(response.grpc_status(), Some("3"), "{response:?}");
+    server.stop().await;
+}
+
+/// A client built from a newer schema sends fields this server does not know: by default they
+/// are skipped, in every JSON wire format, at any depth, and the rest of the message is read.
+#[tokio::test]
+async fn unknown_json_fields_are_skipped_by_default() {
+    let server = server(Server::builder()).await;
+    let response = post_json(
+        &server,
+        UNARY,
+        json!({ "responseSize": 2, "noSuchField": { "deep": [1, null] } }),
+    )
+    .await;
+    assert_eq!(response.status, 200, "{response:?}");
+    assert_eq!(
+        body_json(&response),
+        json!({ "payload": { "body": "AAA=" } })
+    );
+
+    let sent = json!({ "s": "kept", "child": { "value": "v", "added": 1 }, "color": "COLOR_NEW" });
+    let response = post(
+        &server,
+        "/jsontest.JsonTest/Echo",
+        "application/grpc+json",
+        &[("te", "trailers")],
+        frame(sent.to_string().as_bytes()),
+    )
+    .await;
+    assert_eq!(response.grpc_status(), Some("0"), "{response:?}");
+    let echoed: Value = serde_json::from_slice(&response.body[5..]).unwrap();
+    // An enum value name the server's enum lacks is skipped as an unknown field is.
+    assert_eq!(echoed, json!({ "s": "kept", "child": { "value": "v" } }));
     server.stop().await;
 }
 

@@ -1,22 +1,30 @@
-//! ProtoJSON for every generated message: `serde` impls written by [`pbjson_build`], added to
-//! the file prost-build wrote for the same package.
+//! ProtoJSON for every generated message and enum: `serde` impls written from the same
+//! descriptors prost-build reads, appended to the file it wrote for each package.
 //!
-//! pbjson's code names `serde::` and `pbjson::` as crates of the user's. Rewritten to the
-//! runtime's re-exports (`fastgrpc::codegen::serde`, `..::pbjson`), it needs no dependency
-//! beyond `fastgrpc` in the user's crate, as the rest of the generated code.
+//! The impls are thin: per message, a table of member names to fields and, per field, one
+//! call into the runtime (`fastgrpc::codegen::json`) naming the field's kind (`I64`,
+//! `Enum<Color>`, `Message<_>`, ...) and its shape (with or without presence, a list, a map, a
+//! member of a oneof). The mapping's rules (numbers in any notation, `null`, enum aliases and
+//! unknown values, unknown fields, ...) live in the runtime once. Message field types are left
+//! for the compiler to infer (`Message<_>`), so boxing, `bytes::Bytes` and `BTreeMap` choices
+//! made in prost-build's configuration need no mirroring here; the Rust names of types, fields
+//! and oneofs are derived as prost-build derives them.
 //!
 //! The well-known types (`google.protobuf.Timestamp`, ...) come from the runtime's `types`
-//! module, whose types have the special JSON forms the mapping gives them (a Timestamp as an
-//! RFC 3339 string, a wrapper as its bare value, ...); nothing is generated for them here.
-//!
-//! pbjson reads a scalar, repeated or map field as a required value and so refuses `null`,
-//! which the mapping reads as the field's default; [`nulls_as_defaults`] rewrites those reads.
+//! module, whose types have the special JSON forms the mapping gives them; nothing is
+//! generated for them here, nor for any other type an `extern_path` names.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
 use std::io;
 use std::path::Path;
 
-use prost_types::FileDescriptorSet;
+use heck::{ToSnakeCase, ToUpperCamelCase};
+use prost_types::field_descriptor_proto::{Label, Type};
+use prost_types::{
+    DescriptorProto, EnumDescriptorProto, FieldDescriptorProto, FileDescriptorProto,
+    FileDescriptorSet,
+};
 
 /// The protobuf package of the well-known types.
 pub(crate) const WELL_KNOWN_PACKAGE: &str = ".google.protobuf";
@@ -46,85 +54,80 @@ pub(crate) const WELL_KNOWN_TYPES: &[&str] = &[
 
 /// Writes the ProtoJSON impls of every message and enum in `fds` (but those `extern_paths`
 /// name, which come from elsewhere with their own) at the end of the package files prost-build
-/// wrote into `out_dir`.
+/// wrote into `out_dir`, with each file's `register_json_types`.
 pub(crate) fn append_serde_impls(
     fds: &FileDescriptorSet,
     out_dir: &Path,
     runtime: &str,
     extern_paths: &[(String, String)],
 ) -> io::Result<()> {
-    let mut builder = pbjson_build::Builder::new();
-    builder.register_descriptors(&prost::Message::encode_to_vec(fds))?;
-    for (proto_path, rust_path) in extern_paths {
-        builder.extern_path(proto_path.clone(), rust_path.clone());
-    }
-    builder.exclude(
-        extern_paths
-            .iter()
-            .map(|(proto_path, _)| proto_path.clone()),
-    );
-    let written = builder.generate(&["."], |_| Ok(Vec::<u8>::new()))?;
-    // Several generated runs of one package are joined before they are appended, with the
-    // messages they serialize.
-    let mut by_file: BTreeMap<String, (String, Vec<(String, String)>)> = BTreeMap::new();
-    for (package, code) in written {
-        let code = String::from_utf8(code).map_err(io::Error::other)?;
-        let (file_code, messages) = by_file.entry(format!("{package}.rs")).or_default();
-        messages.extend(serialized_messages(&code));
-        file_code.push_str(&with_runtime_paths(&nulls_as_defaults(&code), runtime));
-    }
-    // Every package file prost-build wrote gets its registration function, messages or not
-    // (a generated server calls it).
+    let types = Types::new(fds);
+    let mut by_file: BTreeMap<String, Generated> = BTreeMap::new();
     for file in &fds.file {
         let name = match file.package() {
             "" => "_.rs".to_owned(),
             package => format!("{package}.rs"),
         };
-        if out_dir.join(&name).is_file() {
-            by_file.entry(name).or_default();
+        let generated = by_file.entry(name).or_default();
+        let mut generator = Generator {
+            file,
+            types: &types,
+            names: Names {
+                package: file.package(),
+                extern_paths,
+            },
+            json: format!("{runtime}::codegen::json"),
+            serde: format!("{runtime}::codegen::serde"),
+            out: generated,
+        };
+        let scope = package_scope(file.package());
+        for message in &file.message_type {
+            generator.message(&scope, message);
+        }
+        for enumeration in &file.enum_type {
+            generator.enumeration(&scope, enumeration);
         }
     }
-    for (file, (code, messages)) in by_file {
-        let code = code + &register_function(&messages, runtime);
+    for (file, generated) in by_file {
         let path = out_dir.join(&file);
-        let mut text = std::fs::read_to_string(&path).map_err(|error| {
-            io::Error::new(
-                error.kind(),
+        // prost-build writes a file for every package it generated something for; a package
+        // of extern types alone has none.
+        if !path.is_file() {
+            if generated.code.is_empty() {
+                continue;
+            }
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
                 format!(
-                    "{}: prost-build wrote no file for this package: {error}",
+                    "{}: prost-build wrote no file for this package",
                     path.display()
                 ),
-            )
-        })?;
-        text.push_str("\n// ProtoJSON (pbjson-build), through the runtime's serde.\n");
-        text.push_str(&code);
+            ));
+        }
+        let mut text = std::fs::read_to_string(&path)?;
+        text.push_str("\n// ProtoJSON (fastgrpc-build), through the runtime's serde.\n");
+        text.push_str(&generated.code);
+        text.push_str(&register_function(&generated.messages, runtime));
         std::fs::write(&path, text)?;
     }
     Ok(())
 }
 
-/// The messages pbjson wrote `serde` impls for in `code`, as (Rust type, full proto name): each
-/// `impl serde::Serialize for TYPE` that serializes a struct named after its message (an enum's
-/// impl writes a string instead, and is left out).
-fn serialized_messages(code: &str) -> Vec<(String, String)> {
-    const IMPL: &str = "impl serde::Serialize for ";
-    let mut messages = Vec::new();
-    let mut rest = code;
-    while let Some(at) = rest.find(IMPL) {
-        rest = &rest[at + IMPL.len()..];
-        let Some(end) = rest.find(" {") else { break };
-        let rust_type = rest[..end].trim().to_owned();
-        // This impl's body: up to the next impl.
-        let body = &rest[..rest.find("\nimpl ").unwrap_or(rest.len())];
-        const STRUCT: &str = "serialize_struct(\"";
-        if let Some(name_at) = body.find(STRUCT) {
-            let name = &body[name_at + STRUCT.len()..];
-            if let Some(name_end) = name.find('"') {
-                messages.push((rust_type, name[..name_end].to_owned()));
-            }
-        }
+/// `.package`, the scope of a file's top-level types (`` for no package).
+fn package_scope(package: &str) -> String {
+    if package.is_empty() {
+        String::new()
+    } else {
+        format!(".{package}")
     }
-    messages
+}
+
+/// What is generated for one package file.
+#[derive(Default)]
+struct Generated {
+    code: String,
+    /// The messages written, as (Rust path, full proto name).
+    messages: Vec<(String, String)>,
 }
 
 /// `register_json_types`, which makes every message of the package one a
@@ -136,144 +139,605 @@ fn register_function(messages: &[(String, String)], runtime: &str) -> String {
          pub fn register_json_types() {\n",
     );
     for (rust_type, name) in messages {
-        code.push_str(&format!(
-            "    {runtime}::codegen::register_json_type::<{rust_type}>(\"{name}\");\n"
-        ));
+        let _ = writeln!(
+            code,
+            "    {runtime}::codegen::register_json_type::<{rust_type}>(\"{name}\");"
+        );
     }
     code.push_str("}\n");
     code
 }
 
-/// `code` with every field read as `Some(map_.next_value::<T>()?REST)` (a scalar, repeated or
-/// map field, which pbjson reads as a required value) read as
-/// `map_.next_value::<Option<T>>()?.map(|x| x REST)` instead: a JSON `null` is then the field's
-/// default value, as ProtoJSON has it ("null is accepted for all field types and treated as
-/// the default value of the corresponding field type"), where pbjson would refuse it.
-fn nulls_as_defaults(code: &str) -> String {
-    const READ: &str = "Some(";
-    let mut out = String::with_capacity(code.len() + code.len() / 16);
-    let mut rest = code;
-    while let Some(at) = rest.find(READ) {
-        out.push_str(&rest[..at]);
-        let read = &rest[at..];
-        match rewrite_read(read) {
-            Some((rewritten, len)) => {
-                out.push_str(&rewritten);
-                rest = &read[len..];
+/// Every message and enum of the descriptor set, by full name (`.package.Outer.Inner`).
+struct Types<'a> {
+    messages: HashMap<String, &'a DescriptorProto>,
+    /// Enums, with whether each is open (declared in a proto3 file).
+    enums: HashMap<String, bool>,
+}
+
+impl<'a> Types<'a> {
+    fn new(fds: &'a FileDescriptorSet) -> Self {
+        let mut types = Types {
+            messages: HashMap::new(),
+            enums: HashMap::new(),
+        };
+        for file in &fds.file {
+            let open = file.syntax() == "proto3";
+            let scope = package_scope(file.package());
+            for enumeration in &file.enum_type {
+                types
+                    .enums
+                    .insert(format!("{scope}.{}", enumeration.name()), open);
             }
-            None => {
-                out.push_str(READ);
-                rest = &read[READ.len()..];
+            for message in &file.message_type {
+                types.add_message(&scope, message, open);
             }
         }
+        types
     }
-    out.push_str(rest);
-    out
-}
 
-/// `read` starts with `Some(`: if a field's read follows, its rewritten form and how many bytes of it the
-/// form replaces, or `None` if it is not of the shape [`nulls_as_defaults`] reads.
-fn rewrite_read(read: &str) -> Option<(String, usize)> {
-    let inner_start = "Some(".len();
-    let end = matching_close(read, inner_start - 1)?;
-    let inner = read[inner_start..end].trim_start();
-    let after_name = inner.strip_prefix("map_.next_value")?;
-    let (ty, after_ty) = match after_name.strip_prefix("::<") {
-        Some(generic) => {
-            let close = matching_angle(generic)?;
-            (&generic[..close], &generic[close + 1..])
+    fn add_message(&mut self, scope: &str, message: &'a DescriptorProto, open: bool) {
+        let name = format!("{scope}.{}", message.name());
+        for enumeration in &message.enum_type {
+            self.enums
+                .insert(format!("{name}.{}", enumeration.name()), open);
         }
-        None => ("_", after_name),
-    };
-    let chain = after_ty.strip_prefix("()?")?;
-    let mapped = if chain.trim().is_empty() {
-        String::new()
-    } else {
-        format!(".map(|x| x{chain})")
-    };
-    Some((
-        format!("map_.next_value::<::std::option::Option<{ty}>>()?{mapped}"),
-        end + 1,
-    ))
-}
-
-/// The index of the `)` that closes the `(` at `open` in `text`.
-fn matching_close(text: &str, open: usize) -> Option<usize> {
-    let mut depth = 0usize;
-    for (i, c) in text.char_indices().skip_while(|&(i, _)| i < open) {
-        match c {
-            '(' => depth += 1,
-            ')' => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(i);
-                }
-            }
-            _ => {}
+        for nested in &message.nested_type {
+            self.add_message(&name, nested, open);
         }
+        self.messages.insert(name, message);
     }
-    None
-}
 
-/// The index of the `>` that closes a generic list whose `<` was just before `text`.
-fn matching_angle(text: &str) -> Option<usize> {
-    let mut depth = 1usize;
-    for (i, c) in text.char_indices() {
-        match c {
-            '<' => depth += 1,
-            '>' => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(i);
-                }
-            }
-            _ => {}
+    /// The key and value fields of the map entry type `type_name`, if it is one.
+    fn map_entry(
+        &self,
+        type_name: &str,
+    ) -> Option<(&'a FieldDescriptorProto, &'a FieldDescriptorProto)> {
+        let entry = self.messages.get(type_name)?;
+        if !entry.options.as_ref().is_some_and(|o| o.map_entry()) {
+            return None;
         }
+        let key = entry.field.iter().find(|f| f.number() == 1)?;
+        let value = entry.field.iter().find(|f| f.number() == 2)?;
+        Some((key, value))
     }
-    None
 }
 
-/// `code` with each path that starts at the crates `serde` or `pbjson` (`serde::..`, or
-/// `::serde::..`) starting at the runtime's re-export of that crate instead.
-fn with_runtime_paths(code: &str, runtime: &str) -> String {
-    let mut out = String::with_capacity(code.len() + code.len() / 8);
-    let mut rest = code;
-    while let Some((at, global)) = next_crate_path(rest) {
-        out.push_str(&rest[..at]);
-        out.push_str(runtime);
-        out.push_str("::codegen::");
-        // Past the leading `::` of a global path; the crate's name is copied with the rest.
-        rest = &rest[at + if global { 2 } else { 0 }..];
-        let name_len = if rest.starts_with("serde::") { 5 } else { 6 };
-        out.push_str(&rest[..name_len]);
-        rest = &rest[name_len..];
-    }
-    out.push_str(rest);
-    out
+/// Rust names of protobuf types, as prost-build gives them, from the root of one package's
+/// file.
+struct Names<'a> {
+    package: &'a str,
+    extern_paths: &'a [(String, String)],
 }
 
-/// Where the next path starting at the crate `serde` or `pbjson` starts in `code`, and whether
-/// it is written as a global path (`::serde::`): not a segment of some other path.
-fn next_crate_path(code: &str) -> Option<(usize, bool)> {
-    let bytes = code.as_bytes();
-    let ident = |at: Option<usize>| {
-        at.is_some_and(|i| bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_')
-    };
-    let mut from = 0;
-    loop {
-        let at = ["serde::", "pbjson::"]
+impl Names<'_> {
+    /// The extern Rust path of `full_name`, if an `extern_path` covers it: the path itself, or
+    /// for a type inside a covered package or message, the path joined with the rest.
+    fn extern_path(&self, full_name: &str) -> Option<String> {
+        if let Some((_, rust)) = self
+            .extern_paths
             .iter()
-            .filter_map(|name| code[from..].find(name).map(|at| from + at))
-            .min()?;
-        let before = at.checked_sub(1);
-        if !ident(before) && before.is_none_or(|i| bytes[i] != b':') {
-            return Some((at, false));
+            .find(|(proto, _)| proto == full_name)
+        {
+            return Some(rust.clone());
         }
-        // `::serde::`, unless the `::` follows a segment (`a::serde::`).
-        if at >= 2 && &code[at - 2..at] == "::" && !ident(at.checked_sub(3)) {
-            return Some((at - 2, true));
+        for (dot, _) in full_name.rmatch_indices('.') {
+            let prefix = &full_name[..dot];
+            if let Some((_, rust)) = self.extern_paths.iter().find(|(proto, _)| proto == prefix) {
+                let mut segments: Vec<&str> = full_name[dot + 1..].split('.').collect();
+                let last = segments.pop().unwrap_or_default();
+                let mut path = rust.clone();
+                for segment in segments {
+                    path.push_str("::");
+                    path.push_str(&rust_snake(segment));
+                }
+                path.push_str("::");
+                path.push_str(&rust_camel(last));
+                return Some(path);
+            }
         }
-        from = at + 1;
+        None
+    }
+
+    /// The Rust path of the type `full_name` (`.pkg.Outer.Inner`) from this package's root.
+    fn path(&self, full_name: &str) -> String {
+        if let Some(path) = self.extern_path(full_name) {
+            return path;
+        }
+        let mut segments: Vec<&str> = full_name.trim_start_matches('.').split('.').collect();
+        let last = segments.pop().unwrap_or_default();
+        let mut local = self.package.split('.').filter(|s| !s.is_empty()).peekable();
+        let mut target = segments.into_iter().peekable();
+        while local.peek().is_some() && local.peek() == target.peek() {
+            local.next();
+            target.next();
+        }
+        let mut parts: Vec<String> = local.map(|_| "super".to_owned()).collect();
+        parts.extend(target.map(rust_snake));
+        parts.push(rust_camel(last));
+        parts.join("::")
+    }
+
+    /// The Rust module holding the nested types of the message `full_name`.
+    fn module(&self, full_name: &str) -> String {
+        let path = self.path(full_name);
+        match path.rsplit_once("::") {
+            Some((parent, name)) => format!("{parent}::{}", rust_snake(name)),
+            None => rust_snake(&path),
+        }
+    }
+}
+
+/// A name as a Rust identifier, as prost-build escapes it.
+fn sanitize(ident: String) -> String {
+    match ident.as_str() {
+        "as" | "break" | "const" | "continue" | "else" | "enum" | "false" | "fn" | "for" | "if"
+        | "impl" | "in" | "let" | "loop" | "match" | "mod" | "move" | "mut" | "pub" | "ref"
+        | "return" | "static" | "struct" | "trait" | "true" | "type" | "unsafe" | "use"
+        | "where" | "while" | "dyn" | "abstract" | "become" | "box" | "do" | "final" | "macro"
+        | "override" | "priv" | "typeof" | "unsized" | "virtual" | "yield" | "async" | "await"
+        | "try" | "gen" => format!("r#{ident}"),
+        "_" | "super" | "self" | "Self" | "extern" | "crate" => format!("{ident}_"),
+        s if s.starts_with(|c: char| c.is_numeric()) => format!("_{ident}"),
+        _ => ident,
+    }
+}
+
+/// A field or module name, as prost-build writes it.
+fn rust_snake(name: &str) -> String {
+    sanitize(name.to_snake_case())
+}
+
+/// A type or variant name, as prost-build writes it.
+fn rust_camel(name: &str) -> String {
+    sanitize(name.to_upper_camel_case())
+}
+
+/// protobuf's default JSON name of a field: lowerCamelCase of its name.
+fn default_json_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut upper = false;
+    for c in name.chars() {
+        if c == '_' {
+            upper = true;
+        } else if upper {
+            out.extend(c.to_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// How a field is stored and written, as prost-build lays it out.
+enum Shape {
+    /// `T`, left out of JSON when it holds the default (proto3 without `optional`).
+    Implicit,
+    /// `T`, always written (proto2 `required`).
+    Required,
+    /// `Option<T>`.
+    Optional,
+    /// `Vec<T>`.
+    List,
+    /// A map, with the key's kind.
+    Map(&'static str),
+    /// A member of the oneof at this index of the message's oneofs.
+    Oneof(usize),
+}
+
+/// One field's JSON reading and writing.
+struct Field {
+    rust_name: String,
+    /// Its variant's name, for a member of a oneof.
+    variant: String,
+    /// The name written, and the one other name read (the proto name), if it differs.
+    json_name: String,
+    other_name: Option<String>,
+    kind: String,
+    shape: Shape,
+}
+
+struct Generator<'a> {
+    file: &'a FileDescriptorProto,
+    types: &'a Types<'a>,
+    names: Names<'a>,
+    /// The runtime's paths for generated code.
+    json: String,
+    serde: String,
+    out: &'a mut Generated,
+}
+
+impl Generator<'_> {
+    fn is_proto3(&self) -> bool {
+        self.file.syntax() == "proto3"
+    }
+
+    fn message(&mut self, scope: &str, message: &DescriptorProto) {
+        let full_name = format!("{scope}.{}", message.name());
+        if message.options.as_ref().is_some_and(|o| o.map_entry()) {
+            return;
+        }
+        for nested in &message.nested_type {
+            self.message(&full_name, nested);
+        }
+        for enumeration in &message.enum_type {
+            self.enumeration(&full_name, enumeration);
+        }
+        if self.names.extern_path(&full_name).is_some() {
+            return;
+        }
+        let rust_type = self.names.path(&full_name);
+        let fields: Vec<Field> = message
+            .field
+            .iter()
+            .map(|field| self.field(field))
+            .collect();
+        let oneofs = self.oneof_paths(&full_name, message);
+        self.write_message(&full_name, &rust_type, &fields, &oneofs);
+        self.out
+            .messages
+            .push((rust_type, full_name.trim_start_matches('.').to_owned()));
+    }
+
+    /// Each oneof of `message` (but the synthetic ones of proto3 `optional`): its field's
+    /// Rust name and its enum's Rust path.
+    fn oneof_paths(
+        &self,
+        full_name: &str,
+        message: &DescriptorProto,
+    ) -> Vec<Option<(String, String)>> {
+        let module = self.names.module(full_name);
+        message
+            .oneof_decl
+            .iter()
+            .enumerate()
+            .map(|(index, oneof)| {
+                let real = message.field.iter().any(|field| {
+                    field.oneof_index == Some(index as i32) && !field.proto3_optional()
+                });
+                if !real {
+                    return None;
+                }
+                let mut type_name = rust_camel(oneof.name());
+                // prost-build's rule when a nested type has the same name.
+                let clash = message
+                    .nested_type
+                    .iter()
+                    .map(|nested| nested.name())
+                    .chain(message.enum_type.iter().map(|e| e.name()))
+                    .any(|name| rust_camel(name) == type_name);
+                if clash {
+                    type_name.push_str("OneOf");
+                }
+                Some((rust_snake(oneof.name()), format!("{module}::{type_name}")))
+            })
+            .collect()
+    }
+
+    fn field(&self, field: &FieldDescriptorProto) -> Field {
+        let json_name = field
+            .json_name
+            .clone()
+            .unwrap_or_else(|| default_json_name(field.name()));
+        // An extension made a field (`extensions.rs`) is named `[full.name]` only.
+        let other_name = (!json_name.starts_with('[') && json_name != field.name())
+            .then(|| field.name().to_owned());
+        let map_entry = match field.r#type() {
+            Type::Message if field.label() == Label::Repeated => {
+                self.types.map_entry(field.type_name())
+            }
+            _ => None,
+        };
+        let (kind, shape) = if let Some((key, value)) = map_entry {
+            (self.kind(value), Shape::Map(map_key_kind(key.r#type())))
+        } else {
+            let kind = self.kind(field);
+            let shape = if field.label() == Label::Repeated {
+                Shape::List
+            } else if let (Some(index), false) = (field.oneof_index, field.proto3_optional()) {
+                Shape::Oneof(index as usize)
+            } else if self.optional(field) {
+                Shape::Optional
+            } else if field.label() == Label::Required {
+                Shape::Required
+            } else {
+                Shape::Implicit
+            };
+            (kind, shape)
+        };
+        Field {
+            rust_name: rust_snake(field.name()),
+            variant: rust_camel(field.name()),
+            json_name,
+            other_name,
+            kind,
+            shape,
+        }
+    }
+
+    /// Whether prost-build stores the field as an `Option` (its rule, for a field that is not
+    /// repeated nor in a oneof).
+    fn optional(&self, field: &FieldDescriptorProto) -> bool {
+        if field.proto3_optional() {
+            return true;
+        }
+        if field.label() != Label::Optional {
+            return false;
+        }
+        field.r#type() == Type::Message || !self.is_proto3()
+    }
+
+    /// The runtime kind of the field's values.
+    fn kind(&self, field: &FieldDescriptorProto) -> String {
+        let json = &self.json;
+        match field.r#type() {
+            Type::Double => format!("{json}::F64"),
+            Type::Float => format!("{json}::F32"),
+            Type::Int64 | Type::Sint64 | Type::Sfixed64 => format!("{json}::I64"),
+            Type::Uint64 | Type::Fixed64 => format!("{json}::U64"),
+            Type::Int32 | Type::Sint32 | Type::Sfixed32 => format!("{json}::I32"),
+            Type::Uint32 | Type::Fixed32 => format!("{json}::U32"),
+            Type::Bool => format!("{json}::Bool"),
+            Type::String => format!("{json}::Str"),
+            Type::Bytes => format!("{json}::Bytes<_>"),
+            Type::Enum if field.type_name() == ".google.protobuf.NullValue" => {
+                format!("{json}::NullEnum")
+            }
+            Type::Enum => {
+                let path = self.names.path(field.type_name());
+                if self.names.extern_path(field.type_name()).is_some()
+                    || !self.types.enums.contains_key(field.type_name())
+                {
+                    format!("{json}::SerdeEnum<{path}>")
+                } else {
+                    format!("{json}::Enum<{path}>")
+                }
+            }
+            Type::Message | Type::Group if field.type_name() == ".google.protobuf.Value" => {
+                format!("{json}::NullableMessage<_>")
+            }
+            Type::Message | Type::Group => format!("{json}::Message<_>"),
+        }
+    }
+
+    fn write_message(
+        &mut self,
+        full_name: &str,
+        rust_type: &str,
+        fields: &[Field],
+        oneofs: &[Option<(String, String)>],
+    ) {
+        let (json, serde) = (&self.json, &self.serde);
+        let proto_name = full_name.trim_start_matches('.');
+        let out = &mut self.out.code;
+
+        // The names, and reading each field.
+        let _ = writeln!(out, "#[allow(deprecated)]");
+        let _ = writeln!(out, "impl {json}::JsonMessage for {rust_type} {{");
+        let _ = writeln!(out, "    const NAME: &'static str = {proto_name:?};");
+        let names: Vec<String> = fields
+            .iter()
+            .map(|f| format!("{:?}", f.json_name))
+            .collect();
+        let _ = writeln!(
+            out,
+            "    const FIELDS: &'static [&'static str] = &[{}];",
+            names.join(", ")
+        );
+        if fields.is_empty() {
+            let _ = writeln!(
+                out,
+                "    fn field(_: &str) -> ::core::option::Option<usize> {{"
+            );
+            let _ = writeln!(out, "        ::core::option::Option::None");
+        } else {
+            let _ = writeln!(
+                out,
+                "    fn field(name: &str) -> ::core::option::Option<usize> {{"
+            );
+            let _ = writeln!(out, "        ::core::option::Option::Some(match name {{");
+            // A name two fields claim stays with the first (protoc refuses most such clashes).
+            let mut claimed = std::collections::HashSet::new();
+            for (index, field) in fields.iter().enumerate() {
+                let names: Vec<String> = std::iter::once(&field.json_name)
+                    .chain(&field.other_name)
+                    .filter(|name| claimed.insert(name.as_str()))
+                    .map(|name| format!("{name:?}"))
+                    .collect();
+                if !names.is_empty() {
+                    let _ = writeln!(out, "            {} => {index},", names.join(" | "));
+                }
+            }
+            let _ = writeln!(out, "            _ => return ::core::option::Option::None,");
+            let _ = writeln!(out, "        }})");
+        }
+        let _ = writeln!(out, "    }}");
+        let _ = writeln!(
+            out,
+            "    fn read_field<'de, A: {serde}::de::MapAccess<'de>>(\n        &mut self,\n        \
+             index: usize,\n        fields: &mut {json}::Fields<'_, A>,\n    ) -> \
+             ::core::result::Result<(), A::Error> {{"
+        );
+        if fields.is_empty() {
+            let _ = writeln!(out, "        let _ = (index, fields);");
+            let _ = writeln!(out, "        ::core::result::Result::Ok(())");
+        } else {
+            let _ = writeln!(out, "        match index {{");
+            for (index, field) in fields.iter().enumerate() {
+                let (name, kind) = (&field.rust_name, &field.kind);
+                let read = match &field.shape {
+                    Shape::Implicit | Shape::Required => {
+                        format!("fields.value::<{kind}>(&mut self.{name})")
+                    }
+                    Shape::Optional => format!("fields.option::<{kind}>(&mut self.{name})"),
+                    Shape::List => format!("fields.list::<{kind}>(&mut self.{name})"),
+                    Shape::Map(key) => {
+                        format!("fields.map::<{json}::{key}, {kind}, _>(&mut self.{name})")
+                    }
+                    Shape::Oneof(oneof) => match &oneofs[*oneof] {
+                        Some((slot, path)) => format!(
+                            "{{\n                if let ::core::option::Option::Some(value) = \
+                             fields.oneof::<{kind}>(self.{slot}.is_some(), {slot:?})? {{\n                    \
+                             self.{slot} = ::core::option::Option::Some({path}::{}(value));\n                \
+                             }}\n                ::core::result::Result::Ok(())\n            }}",
+                            field.variant
+                        ),
+                        None => unreachable!("a oneof with this member is real"),
+                    },
+                };
+                let _ = writeln!(out, "            {index} => {read},");
+            }
+            let _ = writeln!(out, "            _ => ::core::result::Result::Ok(()),");
+            let _ = writeln!(out, "        }}");
+        }
+        let _ = writeln!(out, "    }}");
+        let _ = writeln!(out, "}}");
+
+        // Writing, field by field (a oneof where its first member is); reading through the
+        // runtime, which asks the deserializer for the decode options.
+        let mutable = if fields.is_empty() { "" } else { "mut " };
+        let mut body = format!("let {mutable}out = {json}::writer(serializer)?;\n");
+        let mut oneofs_written = vec![false; oneofs.len()];
+        for field in fields {
+            let (name, kind, json_name) = (&field.rust_name, &field.kind, &field.json_name);
+            match &field.shape {
+                Shape::Implicit => {
+                    let _ = writeln!(
+                        body,
+                        "out.implicit::<{kind}>({json_name:?}, &self.{name})?;"
+                    );
+                }
+                Shape::Required => {
+                    let _ = writeln!(body, "out.value::<{kind}>({json_name:?}, &self.{name})?;");
+                }
+                Shape::Optional => {
+                    let _ = writeln!(body, "out.option::<{kind}>({json_name:?}, &self.{name})?;");
+                }
+                Shape::List => {
+                    let _ = writeln!(body, "out.list::<{kind}>({json_name:?}, &self.{name})?;");
+                }
+                Shape::Map(key) => {
+                    let _ = writeln!(
+                        body,
+                        "out.map::<{json}::{key}, {kind}, _>({json_name:?}, &self.{name})?;"
+                    );
+                }
+                Shape::Oneof(oneof) => {
+                    if std::mem::replace(&mut oneofs_written[*oneof], true) {
+                        continue;
+                    }
+                    let Some((slot, path)) = &oneofs[*oneof] else {
+                        continue;
+                    };
+                    let _ = writeln!(body, "match &self.{slot} {{");
+                    for member in fields {
+                        if !matches!(member.shape, Shape::Oneof(o) if o == *oneof) {
+                            continue;
+                        }
+                        let _ = writeln!(
+                            body,
+                            "    ::core::option::Option::Some({path}::{}(value)) => \
+                             out.value::<{}>({:?}, value)?,",
+                            member.variant, member.kind, member.json_name
+                        );
+                    }
+                    let _ = writeln!(body, "    ::core::option::Option::None => {{}}");
+                    let _ = writeln!(body, "}}");
+                }
+            }
+        }
+        body.push_str("out.end()");
+        serde_impls(
+            out,
+            serde,
+            rust_type,
+            &body,
+            &format!("{json}::deserialize(deserializer)"),
+        );
+    }
+
+    fn enumeration(&mut self, scope: &str, enumeration: &EnumDescriptorProto) {
+        let full_name = format!("{scope}.{}", enumeration.name());
+        if self.names.extern_path(&full_name).is_some() {
+            return;
+        }
+        let rust_type = self.names.path(&full_name);
+        let (json, serde) = (&self.json, &self.serde);
+        let open = self.is_proto3();
+        let out = &mut self.out.code;
+        let _ = writeln!(out, "impl {json}::JsonEnum for {rust_type} {{");
+        let _ = writeln!(out, "    const OPEN: bool = {open};");
+        let _ = writeln!(
+            out,
+            "    fn name(number: i32) -> ::core::option::Option<&'static str> {{"
+        );
+        let _ = writeln!(out, "        ::core::option::Option::Some(match number {{");
+        // The first name of each number (the others are aliases).
+        let mut numbers = std::collections::HashSet::new();
+        for value in &enumeration.value {
+            if numbers.insert(value.number()) {
+                let _ = writeln!(out, "            {} => {:?},", value.number(), value.name());
+            }
+        }
+        let _ = writeln!(out, "            _ => return ::core::option::Option::None,");
+        let _ = writeln!(out, "        }})");
+        let _ = writeln!(out, "    }}");
+        let _ = writeln!(
+            out,
+            "    fn number(name: &str) -> ::core::option::Option<i32> {{"
+        );
+        let _ = writeln!(out, "        ::core::option::Option::Some(match name {{");
+        for value in &enumeration.value {
+            let _ = writeln!(out, "            {:?} => {},", value.name(), value.number());
+        }
+        let _ = writeln!(out, "            _ => return ::core::option::Option::None,");
+        let _ = writeln!(out, "        }})");
+        let _ = writeln!(out, "    }}");
+        let _ = writeln!(out, "}}");
+        // Its own serde impls, by name, for users who serialize the enum by itself.
+        serde_impls(
+            out,
+            serde,
+            &rust_type,
+            &format!("<{json}::Enum<Self> as {json}::Kind>::write(&(*self as i32), serializer)"),
+            &format!("{json}::enum_value::<Self, D>(deserializer)"),
+        );
+    }
+}
+
+/// Writes `impl Serialize` and `impl Deserialize` for `rust_type`, with the bodies given (of
+/// `self` and `serializer`, and of `deserializer`).
+fn serde_impls(out: &mut String, serde: &str, rust_type: &str, serialize: &str, deserialize: &str) {
+    let indented = |body: &str| {
+        body.lines()
+            .map(|line| format!("        {line}\n"))
+            .collect::<String>()
+    };
+    let _ = write!(
+        out,
+        "#[allow(deprecated)]\n\
+         impl {serde}::Serialize for {rust_type} {{\n    \
+         fn serialize<S: {serde}::Serializer>(&self, serializer: S) -> \
+         ::core::result::Result<S::Ok, S::Error> {{\n{}    }}\n}}\n\
+         impl<'de> {serde}::Deserialize<'de> for {rust_type} {{\n    \
+         fn deserialize<D: {serde}::Deserializer<'de>>(deserializer: D) -> \
+         ::core::result::Result<Self, D::Error> {{\n{}    }}\n}}\n",
+        indented(serialize),
+        indented(deserialize),
+    );
+}
+
+/// The runtime kind of a map key of type `key`.
+fn map_key_kind(key: Type) -> &'static str {
+    match key {
+        Type::Int64 | Type::Sint64 | Type::Sfixed64 => "I64",
+        Type::Uint64 | Type::Fixed64 => "U64",
+        Type::Int32 | Type::Sint32 | Type::Sfixed32 => "I32",
+        Type::Uint32 | Type::Fixed32 => "U32",
+        Type::Bool => "Bool",
+        // protoc allows only integers, bool and string as map keys.
+        _ => "Str",
     }
 }
 
@@ -282,63 +746,57 @@ mod tests {
     use super::*;
 
     #[test]
-    fn messages_are_found_by_their_struct_serialization_and_enums_left_out() {
-        let code = "impl serde::Serialize for Color {\n fn serialize() { serializer.serialize_str(x) }\n}\n\
-                    impl serde::Serialize for outer::Inner {\n fn serialize() { \
-                    let mut struct_ser = serializer.serialize_struct(\"pkg.Outer.Inner\", len)?; }\n}\n";
+    fn rust_paths_are_prost_builds() {
+        let extern_paths = [
+            (
+                ".google.protobuf.Timestamp".to_owned(),
+                "::fastgrpc::types::Timestamp".to_owned(),
+            ),
+            (".other".to_owned(), "::other_crate".to_owned()),
+        ];
+        let names = Names {
+            package: "a.b",
+            extern_paths: &extern_paths,
+        };
+        assert_eq!(names.path(".a.b.Foo"), "Foo");
+        assert_eq!(names.path(".a.b.Foo.bar_baz"), "foo::BarBaz");
+        assert_eq!(names.path(".a.c.Foo"), "super::c::Foo");
+        assert_eq!(names.path(".x.Foo"), "super::super::x::Foo");
         assert_eq!(
-            serialized_messages(code),
-            [("outer::Inner".to_owned(), "pkg.Outer.Inner".to_owned())]
+            names.path(".google.protobuf.Timestamp"),
+            "::fastgrpc::types::Timestamp"
         );
-        let function = register_function(&serialized_messages(code), "::fastgrpc");
+        assert_eq!(
+            names.path(".other.Outer.Inner"),
+            "::other_crate::outer::Inner"
+        );
+        assert_eq!(names.module(".a.b.TestAllTypes"), "test_all_types");
+        assert_eq!(names.module(".a.b.Outer.Inner"), "outer::inner");
+        assert_eq!(rust_snake("type"), "r#type");
+        assert_eq!(rust_snake("self"), "self_");
+        assert_eq!(rust_camel("FOO_BAR"), "FooBar");
+        let root = Names {
+            package: "",
+            extern_paths: &[],
+        };
+        assert_eq!(root.path(".Foo.Bar"), "foo::Bar");
+    }
+
+    #[test]
+    fn json_names_are_lower_camel_case() {
+        assert_eq!(default_json_name("optional_int32"), "optionalInt32");
+        assert_eq!(default_json_name("field__name4_"), "fieldName4");
+        assert_eq!(default_json_name("_field_name3"), "FieldName3");
+    }
+
+    #[test]
+    fn registration_lists_each_message() {
+        let function = register_function(
+            &[("outer::Inner".to_owned(), "pkg.Outer.Inner".to_owned())],
+            "::fastgrpc",
+        );
         assert!(function.contains(
             "::fastgrpc::codegen::register_json_type::<outer::Inner>(\"pkg.Outer.Inner\");"
         ));
-    }
-
-    #[test]
-    fn required_reads_become_optional_so_null_is_the_default() {
-        let cases = [
-            (
-                "s__ = Some(map_.next_value()?);",
-                "s__ = map_.next_value::<::std::option::Option<_>>()?;",
-            ),
-            (
-                "x__ = Some(map_.next_value::<P::NumberDeserialize<_>>()?.0);",
-                "x__ = map_.next_value::<::std::option::Option<P::NumberDeserialize<_>>>()?.map(|x| x.0);",
-            ),
-            (
-                "c__ = Some(map_.next_value::<Color>()? as i32);",
-                "c__ = map_.next_value::<::std::option::Option<Color>>()?.map(|x| x as i32);",
-            ),
-            (
-                "m__ = Some(\n map_.next_value::<HashMap<_, N<i64>>>()?\n .into_iter().map(|(k,v)| (k, v.0)).collect()\n);",
-                "m__ = map_.next_value::<::std::option::Option<HashMap<_, N<i64>>>>()?.map(|x| x\n .into_iter().map(|(k,v)| (k, v.0)).collect()\n);",
-            ),
-            (
-                "v__ = Some(map_.next_value::<Vec<N<_>>>()?\n .into_iter().map(|x| x.0).collect());",
-                "v__ = map_.next_value::<::std::option::Option<Vec<N<_>>>>()?.map(|x| x\n .into_iter().map(|x| x.0).collect());",
-            ),
-            // Already optional reads are left as they are.
-            ("o__ = map_.next_value()?;", "o__ = map_.next_value()?;"),
-        ];
-        for (code, expected) in cases {
-            assert_eq!(nulls_as_defaults(code), expected, "{code}");
-        }
-    }
-
-    #[test]
-    fn crate_paths_move_under_the_runtime_and_nothing_else_does() {
-        let code = "impl serde::Serialize for A { fn f() { use serde::ser::SerializeStruct; \
-                    pbjson::private::NumberDeserialize(x); <serde::de::X>::y(); my_serde::z(); \
-                    a::serde::w(); <::pbjson::B>::c(); ::serde::d(); } }";
-        assert_eq!(
-            with_runtime_paths(code, "::fastgrpc"),
-            "impl ::fastgrpc::codegen::serde::Serialize for A { fn f() { use \
-             ::fastgrpc::codegen::serde::ser::SerializeStruct; \
-             ::fastgrpc::codegen::pbjson::private::NumberDeserialize(x); \
-             <::fastgrpc::codegen::serde::de::X>::y(); my_serde::z(); a::serde::w(); \
-             <::fastgrpc::codegen::pbjson::B>::c(); ::fastgrpc::codegen::serde::d(); } }"
-        );
     }
 }

@@ -5,7 +5,7 @@ use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
 use fastgrpc::Code;
-use fastgrpc::internals::codec::{decode_json, write_json};
+use fastgrpc::internals::codec::{DecodeOptions, decode_json, write_json};
 use fastgrpc::service::{FastService, RequestBody, ResponseBody};
 use http::HeaderValue;
 use http_body::Body;
@@ -20,6 +20,7 @@ use super::ready;
 // ---------------------------------------------------------------------------------------------
 // json_decode: [selector, json...]
 //   selector bits 0-1: the message type (Scalars, WellKnown, (), HelloRequest)
+//   selector bit 2: unknown fields refused (else skipped, the default)
 
 /// The JSON decoder on any bytes: a refusal is `INVALID_ARGUMENT`; what it accepts is written
 /// back, and reading that again writes the same bytes (a fixed point after one round).
@@ -27,16 +28,19 @@ pub fn json_decode(data: &[u8]) {
     let [selector, json @ ..] = data else {
         return;
     };
+    let options = DecodeOptions {
+        reject_unknown_fields: selector & 4 != 0,
+    };
     match selector & 3 {
-        0 => round_trip::<Scalars>(json),
-        1 => round_trip::<WellKnown>(json),
-        2 => round_trip::<()>(json),
-        _ => round_trip::<protos::helloworld::HelloRequest>(json),
+        0 => round_trip::<Scalars>(json, options),
+        1 => round_trip::<WellKnown>(json, options),
+        2 => round_trip::<()>(json, options),
+        _ => round_trip::<protos::helloworld::HelloRequest>(json, options),
     }
 }
 
-fn round_trip<M: Serialize + DeserializeOwned + 'static>(json: &[u8]) {
-    let message = match decode_json::<M>(json) {
+fn round_trip<M: Serialize + DeserializeOwned + 'static>(json: &[u8], options: DecodeOptions) {
+    let message = match decode_json::<M>(json, options) {
         Ok(message) => message,
         Err(status) => {
             assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
@@ -45,7 +49,7 @@ fn round_trip<M: Serialize + DeserializeOwned + 'static>(json: &[u8]) {
     };
     let mut written = Vec::new();
     write_json(&message, &mut written).expect("what was read can be written");
-    let again: M = decode_json(&written).expect("what was written reads");
+    let again: M = decode_json(&written, options).expect("what was written reads");
     let mut rewritten = Vec::new();
     write_json(&again, &mut rewritten).expect("writes");
     assert_eq!(
@@ -234,7 +238,7 @@ fn same_proto<M: Message + Default>(request: &[u8], reply: &[u8]) {
 
 /// `reply` is what writing the message `request` reads as gives.
 fn same_json<M: Serialize + DeserializeOwned + 'static>(request: &[u8], reply: &[u8]) {
-    let message: M = decode_json(request).expect("the server read it");
+    let message: M = decode_json(request, DecodeOptions::default()).expect("the server read it");
     let mut written = Vec::new();
     write_json(&message, &mut written).expect("writes");
     assert_eq!(written, reply);

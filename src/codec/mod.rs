@@ -201,7 +201,8 @@ fn decode_payload<M: Message + Default + DeserializeOwned + 'static>(
         Format::Proto => M::decode(payload).map_err(|error| {
             Status::internal(format!("failed to decode the request message: {error}"))
         }),
-        Format::Json => json::decode(&payload),
+        // Unknown fields skipped: the server-wide choice is to be passed down to here.
+        Format::Json => json::decode(&payload, json::DecodeOptions::default()),
     }
 }
 

@@ -20,13 +20,14 @@ mod wrappers;
 
 /// Base64 in either alphabet, padded or not, as ProtoJSON reads bytes (and Connect a GET's
 /// message).
-pub(crate) use self::wrappers::bytes::decode as decode_base64;
+pub(crate) use crate::codec::json::values::decode_base64;
 
-use std::fmt;
-
-use serde::de::{self, MapAccess, Visitor};
+use serde::de;
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::codec::json::NoFields;
+use crate::codec::json::options::{self, DecodeOptions, ReadJson};
 
 pub use self::duration::Duration;
 pub use self::field_mask::FieldMask;
@@ -51,7 +52,7 @@ pub struct Empty {}
 /// type to be known: the well-known types are, and generated code registers the messages of a
 /// package when a server of it is built, or with `<package>::register_json_types()` (or
 /// [`register_json_type`] for a type of your own). An `Any` of a type not registered fails to
-/// serialize, and one read from JSON is refused.
+/// serialize, and one read from JSON is refused. The empty `Any` (no type, no value) is `{}`.
 #[derive(Clone, PartialEq, Eq, Hash, prost::Message)]
 pub struct Any {
     /// The URL naming the message's type.
@@ -118,28 +119,17 @@ impl Serialize for Empty {
 
 impl<'de> Deserialize<'de> for Empty {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Fields;
-        impl<'de> Visitor<'de> for Fields {
-            type Value = Empty;
-
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an empty object")
-            }
-
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Empty, A::Error> {
-                match map.next_key::<String>()? {
-                    None => Ok(Empty {}),
-                    Some(name) => Err(de::Error::unknown_field(&name, &[])),
-                }
-            }
-        }
-        deserializer.deserialize_map(Fields)
+        options::deserialize(deserializer).map(|NoFields| Empty {})
     }
 }
 
 impl Serialize for Any {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::Error as _;
+        // No type: the empty `Any`, as `{}` reads.
+        if self.type_url.is_empty() && self.value.is_empty() {
+            return serializer.serialize_map(Some(0))?.end();
+        }
         let entry = registry::lookup(&self.type_url).ok_or_else(|| {
             S::Error::custom(format!(
                 "an Any of {:?}, a message type not registered for JSON",
@@ -161,9 +151,15 @@ impl Serialize for Any {
     }
 }
 
-impl<'de> Deserialize<'de> for Any {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+impl ReadJson for Any {
+    fn read<'de, D: Deserializer<'de>>(
+        deserializer: D,
+        options: DecodeOptions,
+    ) -> Result<Self, D::Error> {
         let mut fields = serde_json::Map::<String, serde_json::Value>::deserialize(deserializer)?;
+        if fields.is_empty() {
+            return Ok(Any::default());
+        }
         let type_url = match fields.remove("@type") {
             Some(serde_json::Value::String(type_url)) => type_url,
             _ => return Err(de::Error::missing_field("@type")),
@@ -177,15 +173,23 @@ impl<'de> Deserialize<'de> for Any {
             let value = fields
                 .remove("value")
                 .ok_or_else(|| de::Error::missing_field("value"))?;
-            if let Some(name) = fields.keys().next() {
+            if let Some(name) = fields.keys().next()
+                && options.reject_unknown_fields
+            {
                 return Err(de::Error::unknown_field(name, &["@type", "value"]));
             }
             value
         } else {
             serde_json::Value::Object(fields)
         };
-        let value = (entry.from_json)(json).map_err(de::Error::custom)?;
+        let value = (entry.from_json)(json, options).map_err(de::Error::custom)?;
         Ok(Any { type_url, value })
+    }
+}
+
+impl<'de> Deserialize<'de> for Any {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        options::deserialize(deserializer)
     }
 }
 

@@ -11,13 +11,15 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::codec::json::options::{DecodeOptions, WithOptions};
+
 /// How one message type goes between its encoding and JSON.
 #[derive(Clone, Copy)]
 pub(super) struct Entry {
     /// The message's encoding as its JSON value.
     pub(super) to_json: fn(&[u8]) -> Result<Value, String>,
-    /// A JSON value as the message's encoding.
-    pub(super) from_json: fn(Value) -> Result<Vec<u8>, String>,
+    /// A JSON value as the message's encoding, read with the options given.
+    pub(super) from_json: fn(Value, DecodeOptions) -> Result<Vec<u8>, String>,
     /// A well-known type with a special form: inside an `Any` it is `{"@type", "value"}`.
     pub(super) special: bool,
 }
@@ -44,8 +46,12 @@ fn to_json<M: Message + Default + Serialize + 'static>(encoded: &[u8]) -> Result
     serde_json::from_slice(&json).map_err(|error| error.to_string())
 }
 
-fn from_json<M: Message + DeserializeOwned>(json: Value) -> Result<Vec<u8>, String> {
-    let message: M = serde_json::from_value(json).map_err(|error| error.to_string())?;
+fn from_json<M: Message + DeserializeOwned>(
+    json: Value,
+    options: DecodeOptions,
+) -> Result<Vec<u8>, String> {
+    let message =
+        M::deserialize(WithOptions::new(json, options)).map_err(|error| error.to_string())?;
     Ok(message.encode_to_vec())
 }
 

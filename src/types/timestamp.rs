@@ -100,12 +100,12 @@ impl Timestamp {
         Some(out)
     }
 
-    /// Reads `YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)`.
+    /// Reads `YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)`, `T` and `Z` in upper case.
     fn from_rfc3339(text: &str) -> Option<Timestamp> {
         let bytes = text.as_bytes();
         let separators = [(4, b'-'), (7, b'-'), (13, b':'), (16, b':')];
         if separators.iter().any(|&(at, c)| bytes.get(at) != Some(&c))
-            || !matches!(bytes.get(10), Some(b'T' | b't'))
+            || bytes.get(10) != Some(&b'T')
         {
             return None;
         }
@@ -141,7 +141,8 @@ impl Timestamp {
             rest = &fraction[count..];
         }
         let offset = match rest {
-            [b'Z' | b'z'] => 0,
+            // Upper case only, as the mapping has it (RFC 3339 would take `t` and `z` too).
+            [b'Z'] => 0,
             [sign @ (b'+' | b'-'), _, _, b':', _, _] => {
                 let (hours, minutes) = (digits(rest, 1..3)?, digits(rest, 4..6)?);
                 if hours > 23 || minutes > 59 {
@@ -232,7 +233,7 @@ mod tests {
         for text in [
             "1972-01-01T11:00:20.021+01:00",
             "1972-01-01T09:30:20.021-00:30",
-            "1972-01-01t10:00:20.021000z",
+            "1972-01-01T10:00:20.021000Z",
         ] {
             assert_eq!(Timestamp::from_rfc3339(text), Some(utc), "{text}");
         }
@@ -254,6 +255,8 @@ mod tests {
             "1972-01-01 10:00:20Z",
             "+1972-01-01T10:00:20Z",
             "1972-01-01T10:00:20ZZ",
+            "1972-01-01t10:00:20Z",
+            "1972-01-01T10:00:20z",
         ] {
             assert_eq!(Timestamp::from_rfc3339(bad), None, "{bad}");
         }

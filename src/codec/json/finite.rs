@@ -209,6 +209,12 @@ impl<S: Serializer> Serializer for Finite<S> {
             .map(Finite)
     }
 
+    // Forwarded so that a string written in pieces (base64) needs no intermediate `String`,
+    // which the trait's default makes.
+    fn collect_str<T: std::fmt::Display + ?Sized>(self, value: &T) -> Result<S::Ok, S::Error> {
+        self.0.collect_str(value)
+    }
+
     fn is_human_readable(&self) -> bool {
         self.0.is_human_readable()
     }
