@@ -11,6 +11,7 @@
 //! # }
 //! ```
 
+use crate::codec::json::DecodeOptions;
 use crate::service::{
     BoxError, Boxed, Cors, Dispatcher, FastService, GrpcRouter, Layers, NamedService, TowerService,
 };
@@ -159,6 +160,18 @@ impl Builder {
     /// With `false` every connection is taken for HTTP/2, as before this switch.
     pub fn accept_http1(mut self, enabled: bool) -> Self {
         self.connection.accept_http1 = enabled;
+        self
+    }
+
+    /// Refuses JSON requests that name a field their message does not have (or an enum value
+    /// its enum does not have) with `INVALID_ARGUMENT`, instead of skipping it. Skipping is the
+    /// default, as connect-go, connect-es and grpc-gateway do: a client built on a newer
+    /// `.proto` can still call an older server, as binary protobuf allows. Refusing catches a
+    /// client's typo (`{"nam": "x"}`).
+    pub fn reject_unknown_json_fields(mut self, reject: bool) -> Self {
+        self.router.set_json(DecodeOptions {
+            reject_unknown_fields: reject,
+        });
         self
     }
 

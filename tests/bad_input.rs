@@ -75,7 +75,7 @@ async fn a_reset_in_the_middle_of_a_request_is_survived() {
     let response = response.await.unwrap();
     assert_eq!(
         response.headers()["grpc-status"],
-        "13",
+        "12",
         "empty body: missing message"
     );
     still_serves(&server).await;

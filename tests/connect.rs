@@ -658,6 +658,54 @@ async fn pages_of_other_origins_may_call_as_cors_allows() {
 }
 
 #[tokio::test]
+async fn a_strict_server_refuses_unknown_json_fields() {
+    let server = server(Server::builder().reject_unknown_json_fields(true)).await;
+    let response = post_json(&server, UNARY, json!({ "responseSize": 2, "nam": "typo" })).await;
+    assert_eq!(response.status, 400, "{response:?}");
+    let error = error_of(&response);
+    assert_eq!(error["code"], "invalid_argument");
+    assert!(
+        error["message"].as_str().unwrap().contains("nam"),
+        "{error}"
+    );
+    // A known field alone is still served.
+    let response = post_json(&server, UNARY, json!({ "responseSize": 2 })).await;
+    assert_eq!(response.status, 200, "{response:?}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_connect_body_that_is_not_protobuf_is_invalid_argument_and_grpc_keeps_internal() {
+    let server = server(Server::builder()).await;
+    // Field 1 declaring 50 bytes but holding 2.
+    let broken: &[u8] = &[0x0a, 50, b'h', b'i'];
+    let response = post(&server, UNARY, "application/proto", &[], broken).await;
+    assert_eq!(response.status, 400, "{response:?}");
+    assert_eq!(error_of(&response)["code"], "invalid_argument");
+    let response = post(
+        &server,
+        SERVER_STREAM,
+        "application/connect+proto",
+        &[],
+        frame(broken),
+    )
+    .await;
+    let envelopes = envelopes_in(&response);
+    let end: Value = serde_json::from_slice(&envelopes.last().unwrap().1).unwrap();
+    assert_eq!(end["error"]["code"], "invalid_argument", "{end}");
+    let response = post(
+        &server,
+        UNARY,
+        "application/grpc",
+        &[("te", "trailers")],
+        frame(broken),
+    )
+    .await;
+    assert_eq!(response.grpc_status(), Some("13"), "as grpc-go answers");
+    server.stop().await;
+}
+
+#[tokio::test]
 async fn a_refused_http1_request_is_read_before_the_answer() {
     let server = server(Server::builder()).await;
     // Larger than a socket buffer: the server must read it all for the client to finish

@@ -295,6 +295,71 @@ async fn garbage_bodies_get_internal_and_the_server_keeps_serving() {
 }
 
 #[tokio::test]
+async fn a_unary_call_with_no_message_or_two_is_unimplemented() {
+    let server = fast_server().await;
+    let path = "/helloworld.Greeter/SayHello";
+    let none = raw_grpc(server.addr, path, Bytes::new()).await;
+    assert_eq!(none.grpc_status(), Some("12"), "{none:?}");
+    let mut two = frame(b"\x0a\x01a").to_vec();
+    two.extend_from_slice(&frame(b"\x0a\x01b"));
+    let two = raw_grpc(server.addr, path, Bytes::from(two)).await;
+    assert_eq!(two.grpc_status(), Some("12"), "{two:?}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_grpc_codec_the_server_does_not_speak_is_refused_415() {
+    let server = fast_server().await;
+    let response = raw_request(
+        server.addr,
+        http::Method::POST,
+        "/helloworld.Greeter/SayHello",
+        &[
+            ("content-type", "application/grpc+thrift"),
+            ("te", "trailers"),
+        ],
+        frame(b"\x0a\x01a"),
+    )
+    .await;
+    assert_eq!(response.status, http::StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    assert!(String::from_utf8_lossy(&response.body).contains("application/grpc+json"));
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_grpc_json_call_refused_before_its_handler_is_answered_in_json() {
+    let server = fast_server().await;
+    let response = raw_request(
+        server.addr,
+        http::Method::POST,
+        "/helloworld.Greeter/NoSuchMethod",
+        &[
+            ("content-type", "application/grpc+json"),
+            ("te", "trailers"),
+        ],
+        frame(b"{}"),
+    )
+    .await;
+    assert_eq!(response.grpc_status(), Some("12"), "{response:?}");
+    assert_eq!(response.headers["content-type"], "application/grpc+json");
+    // A failure of the handler's own is answered in the call's content type too.
+    let response = raw_request(
+        server.addr,
+        http::Method::POST,
+        "/helloworld.Greeter/SayHello",
+        &[
+            ("content-type", "application/grpc+json"),
+            ("te", "trailers"),
+        ],
+        frame(b"{\"name\": 5}"),
+    )
+    .await;
+    assert_eq!(response.grpc_status(), Some("3"), "{response:?}");
+    assert_eq!(response.headers["content-type"], "application/grpc+json");
+    server.stop().await;
+}
+
+#[tokio::test]
 async fn panics_become_internal_and_other_streams_of_the_connection_keep_working() {
     let server = TestServer::start(
         Server::builder()

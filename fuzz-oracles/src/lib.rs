@@ -166,9 +166,10 @@ fn decode_as<M: Message + Default + PartialEq + Serialize + DeserializeOwned + '
     let message = match codec::decode_unary::<M>(body.clone(), limit, encoding, Format::Proto) {
         Ok(message) => message,
         Err(status) => {
+            // UNIMPLEMENTED: no message, or more than one.
             assert_code(
                 &status,
-                &[Code::Internal, Code::ResourceExhausted],
+                &[Code::Internal, Code::ResourceExhausted, Code::Unimplemented],
                 "decode",
             );
             return;

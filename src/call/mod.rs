@@ -33,7 +33,8 @@ use http::header::HeaderName;
 use tonic::Status;
 
 use crate::body::{RequestBody, ResponseBody};
-use crate::codec::Format;
+use crate::codec::json::DecodeOptions;
+use crate::codec::{Decoding, Format};
 use crate::deadline::{Deadline, GRPC_TIMEOUT, parse_grpc_timeout};
 use crate::protocol::connect::{TIMEOUT_MS, parse_timeout_ms};
 use crate::protocol::{Ending, Protocol, Wire};
@@ -52,6 +53,8 @@ pub struct Call {
     /// When the handler's first poll ended, if the handler timed it from `started`.
     polled: Option<Instant>,
     form: Form,
+    /// How the server reads JSON messages (its dispatcher sets it).
+    json: DecodeOptions,
 }
 
 /// Whether a unary handler answers in gRPC's form or in the call's own protocol's.
@@ -116,6 +119,7 @@ impl Call {
             started: None,
             polled: None,
             form: Form::Grpc,
+            json: DecodeOptions::default(),
         }
     }
 
@@ -153,6 +157,22 @@ impl Call {
 
     pub(crate) fn deadline(&self) -> Option<Deadline> {
         self.deadline
+    }
+
+    /// How the call's request messages are read: its format, how the server reads JSON, and
+    /// the code of a malformed message in its protocol.
+    pub(crate) fn decoding(&self) -> Decoding {
+        let wire = self.wire_or_grpc();
+        Decoding {
+            format: wire.format,
+            json: self.json,
+            malformed_is_invalid_argument: wire.is_connect(),
+        }
+    }
+
+    /// The server reads JSON messages as `json` says.
+    pub(crate) fn set_json(&mut self, json: DecodeOptions) {
+        self.json = json;
     }
 
     /// Whether the call's deadline has passed.

@@ -31,6 +31,27 @@ pub enum Format {
     Json,
 }
 
+/// How a call's request messages are read: their format, and the rules that depend on who
+/// sent them. A bare `Format` reads as gRPC does, with unknown JSON fields skipped.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Decoding {
+    pub format: Format,
+    /// How ProtoJSON is read (unknown fields skipped or refused).
+    pub json: json::DecodeOptions,
+    /// A malformed message is `INVALID_ARGUMENT`, as the Connect protocol answers (connect-go),
+    /// rather than gRPC's `INTERNAL` (grpc-go).
+    pub malformed_is_invalid_argument: bool,
+}
+
+impl From<Format> for Decoding {
+    fn from(format: Format) -> Decoding {
+        Decoding {
+            format,
+            ..Decoding::default()
+        }
+    }
+}
+
 /// Length of the frame prefix: compressed flag (1 byte) and message length (4 bytes).
 pub const FRAME_HEADER_LEN: usize = 5;
 
@@ -58,7 +79,7 @@ pub fn decode_unary<M: Message + Default + DeserializeOwned + 'static>(
     mut body: Bytes,
     max_message_size: usize,
     encoding: Option<CompressionEncoding>,
-    format: Format,
+    decoding: impl Into<Decoding>,
 ) -> Result<M, Status> {
     if body.is_empty() {
         return Err(missing_message());
@@ -76,7 +97,7 @@ pub fn decode_unary<M: Message + Default + DeserializeOwned + 'static>(
     }
     // `advance` only moves the start; `split_off` may allocate to share the buffer.
     body.advance(FRAME_HEADER_LEN);
-    decode_message(header, body, encoding, max_message_size, format)
+    decode_message(header, body, encoding, max_message_size, decoding.into())
 }
 
 /// Decodes the bare message a Connect unary request's whole body is: compressed with
@@ -86,7 +107,7 @@ pub(crate) fn decode_bare<M: Message + Default + DeserializeOwned + 'static>(
     body: Bytes,
     max_message_size: usize,
     encoding: Option<CompressionEncoding>,
-    format: Format,
+    decoding: Decoding,
 ) -> Result<M, Status> {
     if body.len() > max_message_size {
         return Err(too_large(body.len(), max_message_size));
@@ -95,17 +116,18 @@ pub(crate) fn decode_bare<M: Message + Default + DeserializeOwned + 'static>(
         Some(encoding) => compression::decompress(encoding, &body, max_message_size)?,
         None => body,
     };
-    decode_payload(body, format)
+    decode_payload(body, decoding)
 }
 
-/// A unary request without its message.
+/// A unary request without its message: `UNIMPLEMENTED`, the call not being one the method
+/// takes (as connect-go answers, and the Connect conformance suite expects of every protocol).
 pub(crate) fn missing_message() -> Status {
-    Status::internal("missing request message: the request body is empty")
+    Status::unimplemented("missing request message: the method takes exactly one")
 }
 
-/// A unary request with a second message.
+/// A unary request with a second message: `UNIMPLEMENTED`, as [`missing_message`].
 pub(crate) fn extra_message() -> Status {
-    Status::internal("more than one request message for a unary call")
+    Status::unimplemented("more than one request message: the method takes exactly one")
 }
 
 /// The 5-byte prefix of a frame.
@@ -156,7 +178,7 @@ pub(crate) fn decode_message<M: Message + Default + DeserializeOwned + 'static>(
     payload: Bytes,
     encoding: Option<CompressionEncoding>,
     max_message_size: usize,
-    format: Format,
+    decoding: Decoding,
 ) -> Result<M, Status> {
     let payload = match (header.compressed, encoding) {
         (false, _) => payload,
@@ -167,7 +189,7 @@ pub(crate) fn decode_message<M: Message + Default + DeserializeOwned + 'static>(
             ));
         }
     };
-    decode_payload(payload, format)
+    decode_payload(payload, decoding)
 }
 
 /// The whole of a bare (Connect unary) request body that is still arriving, refused with
@@ -192,17 +214,21 @@ pub(crate) async fn collect_bare(
     Ok(collected.freeze())
 }
 
-/// Decodes one message, uncompressed, in `format`.
+/// Decodes one message, uncompressed, as `decoding` says.
 fn decode_payload<M: Message + Default + DeserializeOwned + 'static>(
     payload: Bytes,
-    format: Format,
+    decoding: Decoding,
 ) -> Result<M, Status> {
-    match format {
+    match decoding.format {
         Format::Proto => M::decode(payload).map_err(|error| {
-            Status::internal(format!("failed to decode the request message: {error}"))
+            let message = format!("failed to decode the request message: {error}");
+            if decoding.malformed_is_invalid_argument {
+                Status::invalid_argument(message)
+            } else {
+                Status::internal(message)
+            }
         }),
-        // Unknown fields skipped: the server-wide choice is to be passed down to here.
-        Format::Json => json::decode(&payload, json::DecodeOptions::default()),
+        Format::Json => json::decode(&payload, decoding.json),
     }
 }
 
@@ -399,7 +425,7 @@ mod tests {
             let empty = frame(1, 0, &[]);
             let decoded = decode_unary::<String>(empty, 0, Some(encoding), Format::Proto);
             assert_eq!(decoded.unwrap(), "", "{encoding}");
-            let bare = decode_bare::<String>(Bytes::new(), 0, Some(encoding), Format::Proto);
+            let bare = decode_bare::<String>(Bytes::new(), 0, Some(encoding), Format::Proto.into());
             assert_eq!(bare.unwrap(), "", "{encoding}");
         }
     }
@@ -426,8 +452,7 @@ mod tests {
 
     #[test]
     fn malformed_bodies_are_internal_with_clear_messages() {
-        let cases: [(Bytes, &str); 6] = [
-            (Bytes::new(), "missing request message"),
+        let cases: [(Bytes, &str); 5] = [
             (
                 Bytes::from_static(&[0, 0]),
                 "shorter than the 5-byte frame header",
@@ -452,11 +477,14 @@ mod tests {
     }
 
     #[test]
-    fn two_frames_in_a_unary_body_are_refused() {
+    fn no_message_or_two_in_a_unary_body_are_unimplemented() {
+        let error = decode_err(Bytes::new(), 1024);
+        assert_eq!(error.code(), Code::Unimplemented);
+        assert!(error.message().contains("missing request message"));
         let mut body = encode(&"a".to_string()).unwrap().to_vec();
         body.extend_from_slice(&encode(&"b".to_string()).unwrap());
         let error = decode_err(Bytes::from(body), 1024);
-        assert_eq!(error.code(), Code::Internal);
+        assert_eq!(error.code(), Code::Unimplemented);
         assert!(error.message().contains("more than one"));
     }
 }

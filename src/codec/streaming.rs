@@ -20,8 +20,7 @@ use tonic::Status;
 
 use serde::de::DeserializeOwned;
 
-use super::Format;
-use super::{FRAME_HEADER_LEN, FrameHeader, decode_message};
+use super::{Decoding, FRAME_HEADER_LEN, FrameHeader, decode_message};
 use crate::body::RequestBody;
 use crate::compression::CompressionEncoding;
 use crate::deadline::{IdleTimeout, idle_timeout_status};
@@ -91,8 +90,8 @@ pub struct Streaming<T> {
     max_message_size: usize,
     /// The request's `grpc-encoding`, for compressed messages.
     encoding: Option<CompressionEncoding>,
-    /// How the messages are encoded: protobuf, or JSON (`application/grpc+json`, ...).
-    format: Format,
+    /// How the messages are read: protobuf, or JSON (`application/grpc+json`, ...).
+    decoding: Decoding,
     /// Whether the last message yielded arrived compressed.
     last_compressed: bool,
     /// Fails the stream when the client goes quiet; reset in place on every chunk received.
@@ -104,19 +103,19 @@ pub struct Streaming<T> {
 
 impl<T> Streaming<T> {
     /// Decodes messages of at most `max_message_size` bytes from `body`, decompressing those
-    /// flagged compressed with `encoding` (the request's `grpc-encoding`), in `format`.
+    /// flagged compressed with `encoding` (the request's `grpc-encoding`), as `decoding` says.
     pub(crate) fn new(
         body: RequestBody,
         max_message_size: usize,
         encoding: Option<CompressionEncoding>,
-        format: Format,
+        decoding: impl Into<Decoding>,
     ) -> Self {
         Streaming {
             body,
             buffer: FrameBuffer::default(),
             max_message_size,
             encoding,
-            format,
+            decoding: decoding.into(),
             last_compressed: false,
             idle: None,
             done: false,
@@ -157,7 +156,7 @@ impl<T: Message + Default + DeserializeOwned + 'static> Streaming<T> {
                     payload,
                     self.encoding,
                     self.max_message_size,
-                    self.format,
+                    self.decoding,
                 );
                 return Poll::Ready(Some(message));
             }
@@ -228,7 +227,7 @@ mod tests {
     use super::*;
     use futures_util::StreamExt;
 
-    use crate::codec::encode;
+    use crate::codec::{Format, encode};
 
     fn frames(messages: &[&str]) -> Vec<u8> {
         messages
@@ -244,7 +243,13 @@ mod tests {
         for piece in data.chunks(chunk) {
             buffer.push(Bytes::copy_from_slice(piece));
             while let Some((header, payload)) = buffer.next_frame(limit)? {
-                out.push(decode_message(header, payload, None, limit, Format::Proto)?);
+                out.push(decode_message(
+                    header,
+                    payload,
+                    None,
+                    limit,
+                    Format::Proto.into(),
+                )?);
             }
         }
         assert!(buffer.is_empty(), "nothing left over");

@@ -23,9 +23,9 @@ use tonic::metadata::MetadataMap;
 use crate::FastFuture;
 use crate::body::ResponseBody;
 use crate::call::Call;
-use crate::codec::DEFAULT_MAX_RECEIVE_MESSAGE_SIZE;
+use crate::codec::{DEFAULT_MAX_RECEIVE_MESSAGE_SIZE, Decoding};
 use crate::compression::{self, CompressionEncoding, EncodingList, MessageCompression};
-use crate::protocol::{Format, Wire};
+use crate::protocol::Format;
 use crate::status;
 
 /// A boxed stream of replies, for a server-streaming method's associated stream type when the
@@ -203,23 +203,33 @@ impl ReplyCodec {
 /// headers.
 #[derive(Debug, Clone, Copy)]
 struct Encodings {
-    /// The request's protocol and format: how its messages are framed and encoded.
-    wire: Wire,
-    request: Option<CompressionEncoding>,
+    request: RequestCodec,
     reply: ReplyCodec,
+}
+
+/// How a call's request messages are read.
+#[derive(Debug, Clone, Copy)]
+struct RequestCodec {
+    /// One bare message (Connect unary), not gRPC's frames.
+    bare: bool,
+    decoding: Decoding,
+    /// The request's encoding, for compressed messages.
+    encoding: Option<CompressionEncoding>,
+    max_message_size: usize,
 }
 
 impl HandlerConfig {
     /// Reads `grpc-encoding` (refusing one the service does not accept), picks the reply
     /// encoding from `grpc-accept-encoding` (Connect's headers for a Connect call), and whether
-    /// the reply announces the encodings the service accepts, for a call in `wire`.
+    /// the reply announces the encodings the service accepts, for `call`.
     ///
     /// A successful reply announces them to a client that speaks compression (it sent a
     /// `grpc-accept-encoding` of its own, as C-core and grpc-go clients do on every call). One
     /// more header on every reply (a custom name hashed into the `HeaderMap`, then
     /// HPACK-encoded) costs a light call a visible share of server CPU (docs/BENCHMARKS.md),
     /// which a client without compression would pay for nothing. Failed calls always announce them (`respond`).
-    fn negotiate(&self, headers: &HeaderMap, wire: Wire) -> Result<Encodings, Status> {
+    fn negotiate(&self, headers: &HeaderMap, call: &Call) -> Result<Encodings, Status> {
+        let wire = call.wire_or_grpc();
         // Connect names them `content-encoding`, `accept-encoding` (or with `connect-`).
         let names = wire.encoding_headers();
         let announce = if !self.accept_compression.is_empty()
@@ -230,12 +240,16 @@ impl HandlerConfig {
             EncodingList::new()
         };
         Ok(Encodings {
-            wire,
-            request: compression::request_encoding(
-                headers,
-                names,
-                self.accept_compression.as_slice(),
-            )?,
+            request: RequestCodec {
+                bare: wire.bare(),
+                decoding: call.decoding(),
+                encoding: compression::request_encoding(
+                    headers,
+                    names,
+                    self.accept_compression.as_slice(),
+                )?,
+                max_message_size: self.max_receive_message_size,
+            },
             reply: ReplyCodec {
                 format: wire.format,
                 encoding: compression::response_encoding(

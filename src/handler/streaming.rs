@@ -128,12 +128,13 @@ where
 {
     let (parts, body) = request.into_parts();
     let settings = &config.config;
-    let encodings = settings.negotiate(&parts.headers, call.wire_or_grpc())?;
+    let encodings = settings.negotiate(&parts.headers, call)?;
+    let request = encodings.request;
     let messages = Streaming::new(
         body,
-        settings.max_receive_message_size,
-        encodings.request,
-        encodings.wire.format,
+        request.max_message_size,
+        request.encoding,
+        request.decoding,
     )
     .with_idle_timeout(settings.receive_idle_timeout);
     let request = RequestHead::new(parts).into_request(messages);

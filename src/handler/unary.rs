@@ -16,8 +16,8 @@ use tonic::Status;
 use super::Contained;
 use super::adaptive::invoke_in_place;
 use super::{
-    AnswerForm, Invoked, MethodConfig, ReplyCodec, RequestHead, ResponseFuture, reply_headers,
-    respond,
+    AnswerForm, Invoked, MethodConfig, ReplyCodec, RequestCodec, RequestHead, ResponseFuture,
+    reply_headers, respond,
 };
 use crate::FastFuture;
 use crate::body::{RequestBody, ResponseBody};
@@ -25,7 +25,6 @@ use crate::call::Call;
 use crate::codec::{self, Streaming};
 use crate::compression::{CompressionEncoding, MessageCompression, RequestCompressed};
 use crate::metadata::Trailers;
-use crate::protocol::Wire;
 use crate::{spare_maps, status};
 
 /// Serves one unary call: decodes the request, calls `method`, encodes its reply.
@@ -77,13 +76,8 @@ where
     let (parts, body) = request.into_parts();
     let head = RequestHead::new(parts);
     let config = &method_config.config;
-    let encodings = config.negotiate(&head.headers, call.wire_or_grpc())?;
-    let decoded = unmarshal::<Req>(
-        body,
-        config.max_receive_message_size,
-        encodings.request,
-        encodings.wire,
-    );
+    let encodings = config.negotiate(&head.headers, call)?;
+    let decoded = unmarshal::<Req>(body, encodings.request);
     let reply = match decoded.into_ready() {
         Ok(Ok(decoded)) => {
             method_config.invoke(Contained::new(method(decoded.into_request(head))), call)
@@ -102,23 +96,24 @@ where
 /// as soon as its header arrives) that must hold exactly one message.
 fn unmarshal<M: Message + Default + DeserializeOwned + Send + 'static>(
     body: RequestBody,
-    max_message_size: usize,
-    encoding: Option<CompressionEncoding>,
-    wire: Wire,
+    codec: RequestCodec,
 ) -> FastFuture<Decoded<M>, Status> {
     match body.into_complete() {
-        Ok(data) => FastFuture::ready(Decoded::new(data, max_message_size, encoding, wire)),
-        Err(body) if wire.bare() => FastFuture::boxed(async move {
-            let data = codec::collect_bare(body, max_message_size).await?;
-            Decoded::new(data, max_message_size, encoding, wire)
+        Ok(data) => FastFuture::ready(Decoded::new(data, codec)),
+        Err(body) if codec.bare => FastFuture::boxed(async move {
+            let data = codec::collect_bare(body, codec.max_message_size).await?;
+            Decoded::new(data, codec)
         }),
         Err(body) => FastFuture::boxed(async move {
-            let mut messages = Streaming::<M>::new(body, max_message_size, encoding, wire.format);
+            let mut messages =
+                Streaming::<M>::new(body, codec.max_message_size, codec.encoding, codec.decoding);
             let message = messages
                 .message()
                 .await?
                 .ok_or_else(codec::missing_message)?;
-            let compressed = encoding.filter(|_| messages.last_message_compressed());
+            let compressed = codec
+                .encoding
+                .filter(|_| messages.last_message_compressed());
             if messages.message().await?.is_some() {
                 return Err(codec::extra_message());
             }
@@ -137,22 +132,23 @@ struct Decoded<M> {
 }
 
 impl<M: Message + Default + DeserializeOwned + 'static> Decoded<M> {
-    fn new(
-        data: bytes::Bytes,
-        max_message_size: usize,
-        encoding: Option<CompressionEncoding>,
-        wire: Wire,
-    ) -> Result<Self, Status> {
-        if wire.bare() {
+    fn new(data: bytes::Bytes, codec: RequestCodec) -> Result<Self, Status> {
+        let RequestCodec {
+            bare,
+            decoding,
+            encoding,
+            max_message_size,
+        } = codec;
+        if bare {
             // A bare message is compressed whenever the request names an encoding.
-            let message = codec::decode_bare(data, max_message_size, encoding, wire.format)?;
+            let message = codec::decode_bare(data, max_message_size, encoding, decoding)?;
             return Ok(Decoded {
                 message,
                 compressed: encoding,
             });
         }
         let compressed = encoding.filter(|_| data.first() == Some(&1));
-        let message = codec::decode_unary(data, max_message_size, encoding, wire.format)?;
+        let message = codec::decode_unary(data, max_message_size, encoding, decoding)?;
         Ok(Decoded {
             message,
             compressed,

@@ -28,6 +28,17 @@ pub(crate) fn failure(status: &Status, format: Format) -> http::Response<Respons
     response
 }
 
+/// `response` to an `application/grpc+json` call: a refusal made in gRPC's plain form (by the
+/// router, an interceptor, a hosted service) names the call's own `content-type`, so that its
+/// client reads the status; any other answer as it is.
+pub(crate) fn in_json(mut response: http::Response<ResponseBody>) -> http::Response<ResponseBody> {
+    let headers = response.headers_mut();
+    if headers.get(CONTENT_TYPE) == Some(&crate::status::GRPC_CONTENT_TYPE) {
+        headers.insert(CONTENT_TYPE, crate::status::GRPC_JSON_CONTENT_TYPE);
+    }
+    response
+}
+
 /// Marks a refusal that Connect answers with this HTTP status rather than its code's: 404 for a
 /// path that names no service or method (as an HTTP server without the route), 415 for a
 /// protocol the method cannot be called in.

@@ -53,8 +53,8 @@ pub(crate) struct Wire {
 impl Wire {
     /// What a `content-type` names, `None` for one fastgrpc does not serve.
     ///
-    /// Parameters after `;` (such as `charset=utf-8`) are allowed. A gRPC subtype other than
-    /// `proto` and `json` is read as protobuf, as it always was here.
+    /// Parameters after `;` (such as `charset=utf-8`) are allowed. A codec other than `proto`
+    /// and `json` (`application/grpc+thrift`) is one fastgrpc does not serve.
     pub(crate) fn of(content_type: Option<&HeaderValue>) -> Option<Wire> {
         let value = content_type?.as_bytes();
         // What nearly every client sends, before any parsing: gRPC's, then Connect's.
@@ -77,13 +77,11 @@ impl Wire {
             } else {
                 (Protocol::Grpc, rest)
             };
+            // Another codec (`+thrift`) is one the server does not speak: 415, as for any
+            // other content type.
             return match subtype {
                 b"" | b"+proto" => wire(protocol, Format::Proto),
                 b"+json" => wire(protocol, Format::Json),
-                // gRPC-Web names no other codec fastgrpc has; gRPC's others stay protobuf.
-                _ if protocol == Protocol::Grpc && subtype.starts_with(b"+") => {
-                    wire(protocol, Format::Proto)
-                }
                 _ => None,
             };
         }
@@ -220,7 +218,6 @@ mod tests {
             ("application/grpc+proto", Grpc, Proto),
             ("application/grpc+json", Grpc, Json),
             ("application/grpc;charset=utf-8", Grpc, Proto),
-            ("application/grpc+thrift", Grpc, Proto),
             ("application/grpc-web", GrpcWeb, Proto),
             ("application/grpc-web+proto", GrpcWeb, Proto),
             ("application/grpc-web+json", GrpcWeb, Json),
@@ -238,6 +235,7 @@ mod tests {
         }
         for bad in [
             "text/plain",
+            "application/grpc+thrift",
             "application/grpcx",
             "application/grpc-web+thrift",
             "application/grpc-webx",

@@ -10,12 +10,13 @@ use super::connect;
 use crate::FastFuture;
 use crate::body::RequestBody;
 use crate::call::Call;
+use crate::codec::json::DecodeOptions;
 use crate::handler::ResponseFuture;
 #[cfg(feature = "opentelemetry")]
 use crate::metrics::{CallMeter, Instruments, MethodMetrics};
 use crate::observe::Observed;
-use crate::protocol::Protocol;
 use crate::protocol::web::Web;
+use crate::protocol::{Format, Protocol};
 use crate::status;
 
 /// The services a server hosts, looked up by fully-qualified name (`package.Service`).
@@ -26,6 +27,8 @@ pub(crate) struct GrpcRouter {
     /// gRFC A66's metrics, when the server has a meter provider.
     #[cfg(feature = "opentelemetry")]
     metrics: Option<Metrics>,
+    /// How every call's JSON messages are read.
+    json: DecodeOptions,
 }
 
 /// A hosted service.
@@ -67,6 +70,11 @@ impl GrpcRouter {
         }
     }
 
+    /// Reads every call's JSON messages as `json` says.
+    pub(crate) fn set_json(&mut self, json: DecodeOptions) {
+        self.json = json;
+    }
+
     /// Meters every call from now on with `instruments` (gRFC A66).
     #[cfg(feature = "opentelemetry")]
     pub(crate) fn set_metrics(&mut self, instruments: Instruments) {
@@ -86,6 +94,7 @@ impl GrpcRouter {
         request: http::Request<RequestBody>,
         call: &mut Call,
     ) -> ResponseFuture {
+        call.set_json(self.json);
         if request.method() == http::Method::GET && request.uri().query().is_some() {
             return match connect::get_request(request) {
                 Some(Ok(request)) => self.serve_connect(request, call),
@@ -100,6 +109,11 @@ impl GrpcRouter {
             return FastFuture::ok(crate::protocol::http_error::unsupported_media_type());
         };
         let web = match wire.protocol {
+            Protocol::Grpc if wire.format == Format::Json => {
+                return self
+                    .serve_grpc(request, call)
+                    .map(crate::protocol::grpc::in_json);
+            }
             Protocol::Grpc => return self.serve_grpc(request, call),
             Protocol::ConnectUnary | Protocol::ConnectStream => {
                 return self.serve_connect(request, call);
