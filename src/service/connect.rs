@@ -166,6 +166,9 @@ fn get_parts(
         message
     };
     let (mut parts, _) = request.into_parts();
+    parts.extensions.insert(ConnectGet {
+        uri: parts.uri.clone(),
+    });
     parts
         .headers
         .insert(CONTENT_TYPE, connect::unary_content_type(format));
@@ -176,6 +179,50 @@ fn get_parts(
     }
     let body = RequestBody::complete(Bytes::from(message));
     Ok(http::Request::from_parts(parts, body))
+}
+
+/// In the request extensions of a call made with a Connect GET (which Connect allows for
+/// methods whose proto says `idempotency_level = NO_SIDE_EFFECTS`): the request's query, for a
+/// handler that reads more of it than the message. A call without it came as a POST.
+///
+/// ```
+/// use fastgrpc::service::ConnectGet;
+///
+/// fn parameters<T>(request: &fastgrpc::Request<T>) -> Vec<(String, String)> {
+///     match request.extensions().get::<ConnectGet>() {
+///         Some(get) => get.parameters().collect(),
+///         None => Vec::new(), // a POST
+///     }
+/// }
+/// ```
+#[derive(Debug, Clone)]
+pub struct ConnectGet {
+    uri: http::Uri,
+}
+
+impl ConnectGet {
+    /// The query as sent, without its `?`.
+    pub fn query(&self) -> &str {
+        self.uri.query().unwrap_or_default()
+    }
+
+    /// The query's parameters in order, names and values percent-decoded (`+` as a space);
+    /// an escape that is not one, or bytes that are not UTF-8, are kept as they came.
+    pub fn parameters(&self) -> impl Iterator<Item = (String, String)> + '_ {
+        let decoded = |text: &str| {
+            percent_decoded(text)
+                .ok()
+                .and_then(|bytes| String::from_utf8(bytes).ok())
+                .unwrap_or_else(|| text.to_owned())
+        };
+        self.query()
+            .split('&')
+            .filter(|pair| !pair.is_empty())
+            .map(move |pair| {
+                let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+                (decoded(name), decoded(value))
+            })
+    }
 }
 
 /// A query value's bytes: `%XX` escapes decoded, `+` as a space (as HTML forms and Go's
@@ -423,6 +470,27 @@ mod tests {
         assert!(
             body_of(request).is_empty(),
             "no message is the empty message"
+        );
+    }
+
+    #[test]
+    fn the_handler_sees_a_get_s_query() {
+        let request = get("encoding=json&message=%7B%7D&x=a+b&x=%E2%9C%93&bad=%zz")
+            .unwrap()
+            .unwrap();
+        let get = request.extensions().get::<ConnectGet>().unwrap();
+        assert!(get.query().starts_with("encoding=json&"));
+        let parameters: Vec<_> = get.parameters().collect();
+        let pair = |name: &str, value: &str| (name.to_owned(), value.to_owned());
+        assert_eq!(
+            parameters,
+            [
+                pair("encoding", "json"),
+                pair("message", "{}"),
+                pair("x", "a b"),
+                pair("x", "\u{2713}"),
+                pair("bad", "%zz"),
+            ]
         );
     }
 

@@ -17,6 +17,7 @@ mod from_tower;
 mod intercept;
 mod router;
 
+pub use self::connect::ConnectGet;
 pub use self::cors::Cors;
 pub use self::dispatch::Dispatcher;
 pub(crate) use self::dispatch::{Boxed, Layers};

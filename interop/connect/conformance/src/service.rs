@@ -8,6 +8,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use bytes::Bytes;
+use fastgrpc::service::ConnectGet;
 use fastgrpc::types::Any;
 use fastgrpc::{BoxStream, Code, Deadline, Request, Response, Status, Streaming, Trailers};
 use futures_util::StreamExt;
@@ -43,8 +44,6 @@ impl ConformanceService for Conformance {
         &self,
         request: Request<pb::IdempotentUnaryRequest>,
     ) -> Result<Response<pb::IdempotentUnaryResponse>, Status> {
-        // A Connect GET's query parameters (`connect_get_info`) are not visible to a handler:
-        // the request reaches it as a message, like a POST's.
         let seen = Seen::of(&request);
         let message = request.into_inner();
         let requests = vec![packed(&message, "IdempotentUnaryRequest")];
@@ -127,6 +126,8 @@ impl ConformanceService for Conformance {
 struct Seen {
     headers: Vec<pb::Header>,
     timeout_ms: Option<i64>,
+    /// A Connect GET's query parameters, by name.
+    query: Option<Vec<pb::Header>>,
 }
 
 impl Seen {
@@ -137,6 +138,7 @@ impl Seen {
                 .extensions()
                 .get::<Deadline>()
                 .map(|deadline| deadline.remaining().as_millis() as i64),
+            query: request.extensions().get::<ConnectGet>().map(query_params),
         }
     }
 
@@ -145,9 +147,27 @@ impl Seen {
             request_headers: self.headers.clone(),
             timeout_ms: self.timeout_ms,
             requests,
-            connect_get_info: None,
+            connect_get_info: self
+                .query
+                .clone()
+                .map(|query_params| pb::conformance_payload::ConnectGetInfo { query_params }),
         }
     }
+}
+
+/// A Connect GET's query parameters, as headers are reported: each name once, with its values.
+fn query_params(get: &ConnectGet) -> Vec<pb::Header> {
+    let mut params: Vec<pb::Header> = Vec::new();
+    for (name, value) in get.parameters() {
+        match params.iter_mut().find(|param| param.name == name) {
+            Some(param) => param.value.push(value),
+            None => params.push(pb::Header {
+                name,
+                value: vec![value],
+            }),
+        }
+    }
+    params
 }
 
 /// The answer of a call with one reply (unary, client streaming): the payload with the
