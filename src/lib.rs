@@ -40,7 +40,7 @@ pub use crate::compression::{CompressionEncoding, MessageCompression, RequestCom
 pub use crate::deadline::Deadline;
 pub use crate::future::{FastFuture, RpcFuture};
 pub use crate::handler::BoxStream;
-pub use crate::metadata::Trailers;
+pub use crate::metadata::{ErrorHeaders, Trailers};
 pub use crate::server::{Builder, Server};
 pub use tonic::{Code, Request, Response, Status};
 

@@ -1,8 +1,11 @@
-//! Metadata a handler sends beyond tonic's `Response`: trailing metadata.
+//! Metadata a handler sends beyond tonic's `Response`: trailing metadata, and the response
+//! headers of a call that fails.
 //!
 //! Request metadata arrives in [`tonic::Request::metadata`] and initial response metadata goes
 //! in [`tonic::Response::metadata_mut`], as in tonic. Trailing metadata, sent with the final
-//! status, is attached as a [`Trailers`] extension of the response.
+//! status, is attached as a [`Trailers`] extension of the response. A failing call's status
+//! carries its trailing metadata (`Status::metadata`), and its headers apart if it has any
+//! ([`ErrorHeaders`]).
 
 use http::{HeaderMap, HeaderName, HeaderValue};
 use tonic::metadata::MetadataMap;
@@ -47,6 +50,52 @@ impl Trailers {
             .map(|trailers| trailers.0.into_headers())
     }
 }
+
+/// The response headers of a call that fails, kept apart from its trailing metadata (the
+/// status's own [`metadata`](tonic::Status::metadata)).
+///
+/// gRPC answers a call that fails before its reply *trailers-only*: one block holding both, as
+/// its spec says, so there they merge. Connect keeps them apart: a unary call's headers stay
+/// headers and its trailing metadata becomes `trailer-` headers; a stream's headers are the
+/// HTTP headers and its trailing metadata goes in its end-of-stream message. A status without
+/// them answers Connect with its metadata as headers, as connect-go does.
+///
+/// They ride in the status as its [`source`](std::error::Error::source), which they replace.
+///
+/// ```
+/// use fastgrpc::{ErrorHeaders, Status};
+/// use tonic::metadata::MetadataMap;
+///
+/// let mut headers = MetadataMap::new();
+/// headers.insert("x-request-id", "42".parse().unwrap());
+/// let status = ErrorHeaders::attach(Status::not_found("no such book"), headers);
+/// assert_eq!(ErrorHeaders::of(&status).unwrap().get("x-request-id").unwrap(), "42");
+/// ```
+#[derive(Debug, Clone)]
+pub struct ErrorHeaders(MetadataMap);
+
+impl ErrorHeaders {
+    /// `status` with `headers` as its response headers.
+    pub fn attach(mut status: tonic::Status, headers: MetadataMap) -> tonic::Status {
+        status.set_source(std::sync::Arc::new(ErrorHeaders(headers)));
+        status
+    }
+
+    /// The response headers `status` carries apart from its metadata, if it carries any.
+    pub fn of(status: &tonic::Status) -> Option<&MetadataMap> {
+        std::error::Error::source(status)?
+            .downcast_ref::<ErrorHeaders>()
+            .map(|headers| &headers.0)
+    }
+}
+
+impl std::fmt::Display for ErrorHeaders {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the response headers of a failed call")
+    }
+}
+
+impl std::error::Error for ErrorHeaders {}
 
 #[cfg(test)]
 mod tests {

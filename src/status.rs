@@ -9,6 +9,7 @@
 use http::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use tonic::Status;
 
+use crate::metadata::ErrorHeaders;
 use crate::spare_maps;
 
 /// `content-type` of every gRPC response fastgrpc sends.
@@ -42,6 +43,10 @@ pub(crate) fn trailers_only_headers(status: &Status) -> HeaderMap {
     // of these; small `with_capacity` maps grow (and allocate again) on their first inserts.
     let mut headers = spare_maps::take();
     headers.insert(CONTENT_TYPE, GRPC_CONTENT_TYPE);
+    // One block holds the headers and the trailers of a trailers-only answer.
+    if let Some(error_headers) = ErrorHeaders::of(status) {
+        headers.extend(sanitized(error_headers.clone().into_headers()));
+    }
     add_status(status, &mut headers);
     headers
 }

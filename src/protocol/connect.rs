@@ -16,6 +16,7 @@ use tonic::{Code, Status};
 
 use crate::body::ResponseBody;
 use crate::codec::Format;
+use crate::metadata::ErrorHeaders;
 
 /// `connect-protocol-version`: a request may say which version it speaks; only 1 exists.
 pub(crate) const PROTOCOL_VERSION: &str = "connect-protocol-version";
@@ -154,9 +155,16 @@ fn details(encoded: &[u8]) -> Vec<serde_json::Value> {
 /// The whole answer of a unary call that failed with `status`: its HTTP status, the JSON
 /// error, and the status's metadata as headers (less those HTTP or the protocol own).
 pub(crate) fn error_response(status: &Status) -> http::Response<ResponseBody> {
-    let mut headers = metadata_only(crate::status::sanitized(
-        status.metadata().clone().into_headers(),
-    ));
+    let metadata = crate::status::sanitized(status.metadata().clone().into_headers());
+    let mut headers = match ErrorHeaders::of(status) {
+        // Kept apart: the status's metadata is the call's trailing metadata.
+        Some(headers) => {
+            let mut headers = crate::status::sanitized(headers.clone().into_headers());
+            add_trailers(&mut headers, &metadata);
+            metadata_only(headers)
+        }
+        None => metadata_only(metadata),
+    };
     headers.insert(CONTENT_TYPE, JSON_CONTENT_TYPE);
     let mut response = http::Response::new(ResponseBody::whole(Bytes::from(error_json(status))));
     *response.status_mut() = http_status(status.code());
@@ -179,7 +187,18 @@ pub(crate) fn unary_answer(
         headers.insert(CONTENT_ENCODING, encoding);
     }
     headers.insert(CONTENT_TYPE, unary_content_type(format));
-    for (name, value) in trailers.into_iter().flatten() {
+    if let Some(trailers) = trailers {
+        add_trailers(&mut headers, trailers);
+    }
+    let mut response = http::Response::new(ResponseBody::whole(message));
+    *response.headers_mut() = headers;
+    response
+}
+
+/// Adds `trailers` (gRPC's own names left out) to a unary answer's `headers` as `trailer-`
+/// headers.
+fn add_trailers(headers: &mut HeaderMap, trailers: &HeaderMap) {
+    for (name, value) in trailers {
         if name.as_str().starts_with("grpc-") {
             continue;
         }
@@ -187,9 +206,6 @@ pub(crate) fn unary_answer(
             headers.append(name, value.clone());
         }
     }
-    let mut response = http::Response::new(ResponseBody::whole(message));
-    *response.headers_mut() = headers;
-    response
 }
 
 /// The `content-type` of a Connect unary answer in `format`.
@@ -222,12 +238,16 @@ pub(crate) fn metadata_only(mut map: HeaderMap) -> HeaderMap {
     map
 }
 
-/// A streaming call that failed with `status` before its answer began: HTTP 200 and the
-/// end-of-stream envelope alone.
+/// A streaming call that failed with `status` before its answer began: HTTP 200, the status's
+/// [`ErrorHeaders`] as headers, and the end-of-stream envelope alone (with the status's
+/// metadata).
 pub(crate) fn failed_stream(status: &Status, format: Format) -> http::Response<ResponseBody> {
     let metadata = status.metadata().clone().into_headers();
     let end = end_stream(Some(status), &metadata);
-    stream_answer(HeaderMap::new(), ResponseBody::whole(end), format)
+    let headers = ErrorHeaders::of(status)
+        .map(|headers| metadata_only(crate::status::sanitized(headers.clone().into_headers())))
+        .unwrap_or_default();
+    stream_answer(headers, ResponseBody::whole(end), format)
 }
 
 /// A streaming answer: HTTP 200, `headers` and the `content-type` of `format`, `body`.
@@ -268,6 +288,37 @@ pub(crate) fn parse_timeout_ms(value: &HeaderValue) -> Result<Duration, Status> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn error_headers_stay_headers_and_the_status_metadata_becomes_trailers() {
+        let metadata = |name: &'static str, value: &'static str| {
+            let mut map = tonic::metadata::MetadataMap::new();
+            map.insert(name, value.parse().unwrap());
+            map
+        };
+        let status = Status::with_metadata(Code::NotFound, "gone", metadata("x-trailer", "t"));
+        let merged = error_response(&status);
+        assert_eq!(
+            merged.headers()["x-trailer"],
+            "t",
+            "without headers, as connect-go"
+        );
+
+        let status = ErrorHeaders::attach(status, metadata("x-header", "h"));
+        let unary = error_response(&status);
+        assert_eq!(unary.status(), StatusCode::NOT_FOUND);
+        assert_eq!(unary.headers()["x-header"], "h");
+        assert_eq!(unary.headers()["trailer-x-trailer"], "t");
+        assert!(unary.headers().get("x-trailer").is_none());
+
+        let stream = failed_stream(&status, Format::Proto);
+        assert_eq!(stream.headers()["x-header"], "h");
+        assert!(stream.headers().get("x-trailer").is_none());
+        let mut body = stream.into_body();
+        let (end, _) = body.take_whole().unwrap();
+        let end: serde_json::Value = serde_json::from_slice(&end.unwrap()[5..]).unwrap();
+        assert_eq!(end["metadata"]["x-trailer"][0], "t", "{end}");
+    }
     #[test]
     fn connect_timeout_ms_is_up_to_ten_digits_of_milliseconds() {
         let parse = |value: &str| parse_timeout_ms(&HeaderValue::from_str(value).unwrap());

@@ -88,4 +88,20 @@ mod tests {
         assert_eq!(response.headers()["grpc-status"], "5");
         assert_eq!(response.headers()["grpc-message"], "no%20such%20user");
     }
+
+    #[test]
+    fn a_trailers_only_answer_holds_the_error_headers_and_the_trailers() {
+        let mut trailers = tonic::metadata::MetadataMap::new();
+        trailers.insert("x-trailer", "t".parse().unwrap());
+        let mut headers = tonic::metadata::MetadataMap::new();
+        headers.insert("x-header", "h".parse().unwrap());
+        let status = crate::ErrorHeaders::attach(
+            tonic::Status::with_metadata(tonic::Code::Aborted, "", trailers),
+            headers,
+        );
+        let response = super::status(&status);
+        assert_eq!(response.headers()["grpc-status"], "10");
+        assert_eq!(response.headers()["x-header"], "h");
+        assert_eq!(response.headers()["x-trailer"], "t");
+    }
 }

@@ -10,7 +10,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use fastgrpc::service::ConnectGet;
 use fastgrpc::types::Any;
-use fastgrpc::{BoxStream, Code, Deadline, Request, Response, Status, Streaming, Trailers};
+use fastgrpc::{
+    BoxStream, Code, Deadline, ErrorHeaders, Request, Response, Status, Streaming, Trailers,
+};
 use futures_util::StreamExt;
 use prost::Message;
 use tonic::metadata::MetadataMap;
@@ -172,8 +174,7 @@ fn query_params(get: &ConnectGet) -> Vec<pb::Header> {
 
 /// The answer of a call with one reply (unary, client streaming): the payload with the
 /// response definition's headers and trailers, after its delay; or its error, with the request
-/// info in its details and the headers and trailers in its metadata (a failed call's metadata
-/// is one set; the suite accepts them merged).
+/// info in its details, the trailers in its metadata and the headers apart (`ErrorHeaders`).
 async fn answer_unary(
     seen: Seen,
     requests: Vec<Any>,
@@ -192,15 +193,9 @@ async fn answer_unary(
     let data = match definition.response {
         Some(UnaryOutcome::Error(error)) => {
             let mut status = status_of(error, Some(&info));
-            let mut metadata = metadata_of(&definition.response_headers);
-            let trailers = metadata_of(&definition.response_trailers).into_headers();
-            let mut headers = metadata.into_headers();
-            for (name, value) in &trailers {
-                headers.append(name, value.clone());
-            }
-            metadata = MetadataMap::from_headers(headers);
-            *status.metadata_mut() = metadata;
-            return Err(status);
+            *status.metadata_mut() = metadata_of(&definition.response_trailers);
+            let headers = metadata_of(&definition.response_headers);
+            return Err(ErrorHeaders::attach(status, headers));
         }
         Some(UnaryOutcome::ResponseData(data)) => data,
         None => Vec::new(),
