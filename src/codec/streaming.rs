@@ -23,7 +23,7 @@ use serde::de::DeserializeOwned;
 use super::{Decoding, FRAME_HEADER_LEN, FrameHeader, decode_message};
 use crate::body::RequestBody;
 use crate::compression::CompressionEncoding;
-use crate::deadline::{IdleTimeout, idle_timeout_status};
+use crate::stream::{IdleTimeout, idle_timeout_status};
 
 /// Received bytes not yet decoded.
 ///

@@ -1,8 +1,3 @@
-//! Stream adapters for handlers: an idle limit on a request stream ([`WithIdleTimeout`]), and
-//! ordered `map_async` ([`MapAsyncExt`]).
-//!
-//! # `map_async`
-//!
 //! Ordered `map_async` for streams, with a fast path for results that are already ready.
 //!
 //! [`MapAsyncExt::map_async`] turns every item of a stream into a future, runs up to
@@ -47,8 +42,6 @@ use std::task::{Context, Poll, Wake, Waker};
 use futures_util::stream::{FusedStream, Stream};
 use futures_util::task::AtomicWaker;
 use pin_project_lite::pin_project;
-
-pub use crate::deadline::{IdleTimeout, WithIdleTimeout};
 
 /// Adds [`map_async`](MapAsyncExt::map_async) to every [`Stream`].
 ///
