@@ -19,7 +19,7 @@
 //! | `tonic_unary` | tonic 0.14's generated `GreeterServer` (`#[tonic::async_trait]` handler) as a `tower::Service`: `poll_ready`, `call`, `block_on` of its future on a current-thread runtime, body collected |
 //!
 //! The request is built outside the timing (criterion's `iter_batched`): for fastgrpc an
-//! `http::Request<RequestBody::complete(frame)>`, for tonic an
+//! `http::Request<RequestBody::whole(frame)>`, for tonic an
 //! `http::Request<tonic::body::Body::new(Full::new(frame))>`, with the same headers. What a row
 //! returns (the collected frame and trailers) is dropped outside the timing too. Both sides
 //! collect the body with the same loop, `http_body::Body::poll_frame` with a no-op waker until the
@@ -192,7 +192,7 @@ fn fast_request() -> http::Request<RequestBody> {
     http::Request::post(PATH)
         .header("content-type", "application/grpc")
         .header("te", "trailers")
-        .body(RequestBody::complete(Bytes::from_static(FRAME)))
+        .body(RequestBody::whole(Bytes::from_static(FRAME)))
         .unwrap()
 }
 

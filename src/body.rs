@@ -1,6 +1,6 @@
 //! Request and response bodies as the server hands them to services and takes them back.
 //!
-//! A [`RequestBody`] is usually *complete*: the connection read every DATA frame of the stream
+//! A [`RequestBody`] is usually *whole*: the connection read every DATA frame of the stream
 //! before calling the service, so the body is one contiguous `Bytes` and a unary call can decode
 //! it at once. Otherwise it carries the HTTP/2 stream the rest arrives on, or, when the service
 //! is hosted by another server (tonic) or the request came over HTTP/1.1, that body.
@@ -39,7 +39,7 @@ pub(crate) trait Watch: Send {
     fn end_with(&mut self, trailers: Option<&HeaderMap>);
 }
 
-/// The body of a request, complete or still arriving.
+/// The body of a request, whole or still arriving.
 pub struct RequestBody {
     /// Data already received and not yet handed out.
     received: Option<Bytes>,
@@ -65,7 +65,7 @@ enum Rest {
 
 impl RequestBody {
     /// A body whose bytes have all been received.
-    pub fn complete(data: Bytes) -> Self {
+    pub fn whole(data: Bytes) -> Self {
         Self::of(Some(data), None)
     }
 
@@ -80,7 +80,7 @@ impl RequestBody {
 
     /// A body with nothing in it.
     pub fn empty() -> Self {
-        Self::complete(Bytes::new())
+        Self::whole(Bytes::new())
     }
 
     /// A body of which the rest arrives through fastgrpc's own HTTP/2 connection.
@@ -88,12 +88,12 @@ impl RequestBody {
         Self::of(None, Some(Rest::Engine(rest)))
     }
 
-    /// Any HTTP body, read as it arrives (a body that has already ended is complete).
+    /// Any HTTP body, read as it arrives (a body that has already ended is whole).
     ///
     /// ```
     /// use fastgrpc::service::RequestBody;
     /// let body = RequestBody::new(http_body_util::Full::new(bytes::Bytes::from_static(b"\0\0\0\0\0")));
-    /// assert!(body.into_complete().is_err(), "a foreign body is read as a stream");
+    /// assert!(body.into_whole().is_err(), "a foreign body is read as a stream");
     /// ```
     pub fn new<B>(body: B) -> Self
     where
@@ -108,7 +108,7 @@ impl RequestBody {
 
     /// The whole body, if it has all been received.
     #[cfg(feature = "opentelemetry")]
-    pub(crate) fn whole(&self) -> Option<&[u8]> {
+    pub(crate) fn as_whole(&self) -> Option<&[u8]> {
         match self.rest {
             None => Some(self.received.as_deref().unwrap_or_default()),
             Some(_) => None,
@@ -139,7 +139,7 @@ impl RequestBody {
     }
 
     /// Takes the whole body if it has been received; gives the body back otherwise.
-    pub fn into_complete(self) -> Result<Bytes, Self> {
+    pub fn into_whole(self) -> Result<Bytes, Self> {
         match self.rest {
             None => Ok(self.received.unwrap_or_default()),
             Some(_) => Err(self),
@@ -211,7 +211,7 @@ fn poll_engine_frame(
 
 impl From<Bytes> for RequestBody {
     fn from(data: Bytes) -> Self {
-        Self::complete(data)
+        Self::whole(data)
     }
 }
 
@@ -225,7 +225,7 @@ impl fmt::Debug for RequestBody {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RequestBody")
             .field("received", &self.received.as_ref().map(Bytes::len))
-            .field("complete", &self.rest.is_none())
+            .field("whole", &self.rest.is_none())
             .finish()
     }
 }

@@ -67,7 +67,7 @@ impl Observed {
             // A Connect unary body is one bare message; every other request is gRPC's frames.
             let bare = call.wire_or_grpc().bare();
             let framing = crate::metrics::Framing::of_request(bare);
-            match request.body().whole() {
+            match request.body().as_whole() {
                 Some(body) => meter.received_whole(body, framing),
                 None => request
                     .body_mut()

@@ -152,7 +152,7 @@ fn strict_request() -> http::Request<RequestBody> {
         .method("POST")
         .uri("/helloworld.Greeter/SayHello")
         .header("content-type", "application/grpc")
-        .body(RequestBody::complete(body))
+        .body(RequestBody::whole(body))
         .unwrap()
 }
 

@@ -386,7 +386,7 @@ fn a_panic_through_into_dispatcher_is_an_internal_answer() {
     });
     let request = http::Request::post("/helloworld.Greeter/SayHello")
         .header("content-type", "application/grpc")
-        .body(fastgrpc::service::RequestBody::complete(support::frame(
+        .body(fastgrpc::service::RequestBody::whole(support::frame(
             &message,
         )))
         .unwrap();

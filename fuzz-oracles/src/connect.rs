@@ -112,7 +112,7 @@ pub fn connect_call(data: &[u8]) {
     } else {
         let mut request = http::Request::post(format!("/jsontest.JsonTest/{method}"))
             .header(http::header::CONTENT_TYPE, content_type)
-            .body(RequestBody::complete(Bytes::copy_from_slice(body)))
+            .body(RequestBody::whole(Bytes::copy_from_slice(body)))
             .expect("a valid request");
         if let Some(ConnectHeader { name, value, .. }) = &header {
             request.headers_mut().insert(*name, value.clone());

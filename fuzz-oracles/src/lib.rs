@@ -278,7 +278,7 @@ fn stream_as<M: Message + Default + PartialEq + std::fmt::Debug + DeserializeOwn
     encoding: Option<CompressionEncoding>,
 ) {
     let request_body = match chunk {
-        0 => RequestBody::complete(body.clone()),
+        0 => RequestBody::whole(body.clone()),
         chunk => RequestBody::new(Chunked {
             rest: body.clone(),
             chunk,
@@ -784,7 +784,7 @@ pub fn unary_call(data: &[u8]) {
     let echo_metadata = flags & 0x40 != 0;
     let body = Bytes::copy_from_slice(body);
     let mut request = request
-        .body(RequestBody::complete(body.clone()))
+        .body(RequestBody::whole(body.clone()))
         .expect("a valid request");
     *request.headers_mut() = headers.clone();
 

@@ -298,7 +298,7 @@ mod tests {
         let mut data = frames(&["ok"]);
         data.extend_from_slice(&[0, 0, 0, 0, 9, 1, 2]);
         let mut stream = Streaming::<String>::new(
-            RequestBody::complete(Bytes::from(data)),
+            RequestBody::whole(Bytes::from(data)),
             1024,
             None,
             Format::Proto,

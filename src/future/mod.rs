@@ -1,6 +1,6 @@
 //! [`FastFuture`]: a result that is either already here or still to come.
 //!
-//! Most gRPC calls can be answered the moment they arrive: the request body is complete, the
+//! Most gRPC calls can be answered the moment they arrive: the request body is whole, the
 //! handler answers without waiting, and encoding the reply is plain computation. Scheduling
 //! such a call through an executor (boxing its future, spawning a task, waking it) costs more
 //! than the call. A `FastFuture` remembers whether its value is already there. While it is,

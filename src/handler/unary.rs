@@ -1,6 +1,6 @@
 //! The unary call chain: `unmarshal -> impl -> marshal -> recover` on [`FastFuture`].
 //!
-//! When the request body is complete and the user's method answers without waiting, each step
+//! When the request body is whole and the user's method answers without waiting, each step
 //! runs at once on the caller's thread and the finished response comes back ready: no box, no
 //! task, no waker. The first step that is really pending turns the rest of the chain into one
 //! ordinary future, with the same result.
@@ -91,14 +91,14 @@ where
     Ok((reply, encodings.reply))
 }
 
-/// Decodes the request at once when its body is complete. Otherwise reads the rest: a bare
+/// Decodes the request at once when its body is whole. Otherwise reads the rest: a bare
 /// message (Connect) up to the limit, or a stream of frames (so an oversized frame is refused
 /// as soon as its header arrives) that must hold exactly one message.
 fn unmarshal<M: Message + Default + DeserializeOwned + Send + 'static>(
     body: RequestBody,
     codec: RequestCodec,
 ) -> FastFuture<Decoded<M>, Status> {
-    match body.into_complete() {
+    match body.into_whole() {
         Ok(data) => FastFuture::ready(Decoded::new(data, codec)),
         Err(body) if codec.bare => FastFuture::boxed(async move {
             let data = codec::collect_bare(body, codec.max_message_size).await?;

@@ -63,7 +63,7 @@ impl Web {
     }
 
     /// The request as gRPC: `content-type: application/grpc`, and the body decoded from base64
-    /// for `-text` (at once when it is complete, as it arrives otherwise).
+    /// for `-text` (at once when it is whole, as it arrives otherwise).
     pub(crate) fn grpc_request(
         self,
         request: http::Request<RequestBody>,
@@ -73,12 +73,12 @@ impl Web {
         let body = if !self.text {
             body
         } else {
-            match body.into_complete() {
+            match body.into_whole() {
                 Ok(text) => {
                     let mut decoder = Base64Decoder::default();
                     let decoded = decoder.decode(&text)?;
                     decoder.finish()?;
-                    RequestBody::complete(decoded)
+                    RequestBody::whole(decoded)
                 }
                 Err(body) => RequestBody::new(Base64Body {
                     inner: body,

@@ -177,7 +177,7 @@ fn get_parts(
             .map_err(|_| Status::invalid_argument("a Connect GET's compression is not a name"))?;
         parts.headers.insert(CONTENT_ENCODING, value);
     }
-    let body = RequestBody::complete(Bytes::from(message));
+    let body = RequestBody::whole(Bytes::from(message));
     Ok(http::Request::from_parts(parts, body))
 }
 
@@ -447,7 +447,7 @@ mod tests {
     }
 
     fn body_of(request: http::Request<RequestBody>) -> Vec<u8> {
-        request.into_body().into_complete().unwrap().to_vec()
+        request.into_body().into_whole().unwrap().to_vec()
     }
 
     #[test]

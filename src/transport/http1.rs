@@ -263,7 +263,7 @@ impl Future for Answer {
                         Then::Call(waiting) => waiting,
                     };
                     this.reading_deadline.set(None);
-                    let body = RequestBody::complete(read.into_bytes());
+                    let body = RequestBody::whole(read.into_bytes());
                     let request = http::Request::from_parts(head, body);
                     match start_call(&shared, connect_info.as_ref(), request, &mut call) {
                         Started::Ready((response, _)) => {

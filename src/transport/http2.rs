@@ -105,7 +105,7 @@ impl Calls for ServerCalls {
         now: std::time::Instant,
     ) -> (Started, std::time::Instant) {
         let body = match body {
-            RequestData::Whole(data) => RequestBody::complete(data),
+            RequestData::Whole(data) => RequestBody::whole(data),
             RequestData::Streaming(stream) => RequestBody::engine(stream),
         };
         let request = http::Request::from_parts(head, body);
