@@ -136,7 +136,7 @@ impl Estimate {
 #[derive(Debug, Clone, Copy)]
 pub struct MethodConfig<'a> {
     pub(super) config: &'a HandlerConfig,
-    /// The service's `config.inline`, unless this method overrides it.
+    /// The service's `config.run_inline`, unless this method overrides it.
     inline: InlineMode,
     costs: &'a MethodCosts,
     index: usize,
@@ -151,7 +151,7 @@ impl HandlerConfig {
         debug_assert!(index < costs.estimates.len(), "no method {index}");
         MethodConfig {
             config: self,
-            inline: self.inline,
+            inline: self.run_inline,
             costs,
             index,
             no_side_effects: false,
@@ -321,7 +321,7 @@ mod tests {
     fn adaptive_calls_of_a_heavy_method_are_spawned_and_light_ones_stay_inline() {
         let costs = MethodCosts::new(2);
         let config = HandlerConfig::default();
-        assert_eq!(config.inline, InlineMode::Adaptive);
+        assert_eq!(config.run_inline, InlineMode::Adaptive);
         let heavy = config.method(&costs, 0);
         let light = config.method(&costs, 1);
 
@@ -342,7 +342,7 @@ mod tests {
         }
         assert!(!greet(config.method(&costs, 1).spawned(), Duration::ZERO).is_ready());
         let always = HandlerConfig {
-            inline: InlineMode::Always,
+            run_inline: InlineMode::Always,
             ..config
         };
         assert!(greet(always.method(&costs, 0), Duration::ZERO).is_ready());

@@ -49,14 +49,14 @@ pub fn unimplemented_method(path: &str) -> ResponseFuture {
 pub struct HandlerConfig {
     /// Largest request message accepted, in bytes (after decompression); larger ones get
     /// `RESOURCE_EXHAUSTED`.
-    pub(crate) max_receive_message_size: usize,
+    pub(crate) max_decoding_message_size: usize,
     /// Largest reply message sent, in bytes (before compression); a larger reply ends the
     /// call with `RESOURCE_EXHAUSTED` instead (default: no limit, as in tonic).
-    pub(crate) max_send_message_size: usize,
+    pub(crate) max_encoding_message_size: usize,
     /// Encodings compressed requests may use; others get `UNIMPLEMENTED`.
-    pub(crate) accept_compression: EncodingList,
+    pub(crate) accept_compressed: EncodingList,
     /// Encodings replies are compressed with, when the client accepts one (first match wins).
-    pub(crate) send_compression: EncodingList,
+    pub(crate) send_compressed: EncodingList,
     /// How long a request stream may stay silent before the call fails with
     /// `DEADLINE_EXCEEDED`; `None` (the default) waits as long as the call lasts.
     pub(crate) receive_idle_timeout: Option<Duration>,
@@ -66,7 +66,7 @@ pub struct HandlerConfig {
     /// Inline is right for handlers that answer quickly or wait on I/O. A handler that computes
     /// for long holds up the other streams of its connection while it runs inline; spawned, it
     /// runs on any worker thread, in parallel with the connection and its other calls.
-    pub(crate) inline: InlineMode,
+    pub(crate) run_inline: InlineMode,
     /// With [`InlineMode::Adaptive`], a method whose calls are estimated to compute for longer
     /// than this in their first poll starts them in spawned tasks (default
     /// [`DEFAULT_INLINE_COST_LIMIT`](adaptive::DEFAULT_INLINE_COST_LIMIT)).
@@ -76,13 +76,13 @@ pub struct HandlerConfig {
 impl Default for HandlerConfig {
     fn default() -> Self {
         HandlerConfig {
-            max_receive_message_size: DEFAULT_MAX_RECEIVE_MESSAGE_SIZE,
-            max_send_message_size: usize::MAX,
+            max_decoding_message_size: DEFAULT_MAX_RECEIVE_MESSAGE_SIZE,
+            max_encoding_message_size: usize::MAX,
             // As C-core and grpc-go do: clients that compress requests mostly use gzip.
-            accept_compression: EncodingList::new().with(CompressionEncoding::Gzip),
-            send_compression: EncodingList::new(),
+            accept_compressed: EncodingList::new().with(CompressionEncoding::Gzip),
+            send_compressed: EncodingList::new(),
             receive_idle_timeout: None,
-            inline: InlineMode::Adaptive,
+            run_inline: InlineMode::Adaptive,
             inline_cost_limit: adaptive::DEFAULT_INLINE_COST_LIMIT,
         }
     }
@@ -91,37 +91,37 @@ impl Default for HandlerConfig {
 impl HandlerConfig {
     /// Limits the size of a decoded request message.
     pub fn max_decoding_message_size(mut self, limit: usize) -> Self {
-        self.max_receive_message_size = limit;
+        self.max_decoding_message_size = limit;
         self
     }
 
     /// Limits the size of an encoded reply message.
     pub fn max_encoding_message_size(mut self, limit: usize) -> Self {
-        self.max_send_message_size = limit;
+        self.max_encoding_message_size = limit;
         self
     }
 
     /// Accepts requests compressed with `encoding` too.
     pub fn accept_compressed(mut self, encoding: CompressionEncoding) -> Self {
-        self.accept_compression = self.accept_compression.with(encoding);
+        self.accept_compressed = self.accept_compressed.with(encoding);
         self
     }
 
     /// Refuses compressed requests, gzip included.
     pub fn refuse_compressed_requests(mut self) -> Self {
-        self.accept_compression = EncodingList::new();
+        self.accept_compressed = EncodingList::new();
         self
     }
 
     /// Compresses replies with `encoding` when the client accepts it.
     pub fn send_compressed(mut self, encoding: CompressionEncoding) -> Self {
-        self.send_compression = self.send_compression.with(encoding);
+        self.send_compressed = self.send_compressed.with(encoding);
         self
     }
 
     /// Always inline (`true`) or always spawned (`false`), instead of adaptive.
     pub fn run_inline(mut self, enabled: bool) -> Self {
-        self.inline = if enabled {
+        self.run_inline = if enabled {
             InlineMode::Always
         } else {
             InlineMode::Never
@@ -232,10 +232,10 @@ impl HandlerConfig {
         let wire = call.wire_or_grpc();
         // Connect names them `content-encoding`, `accept-encoding` (or with `connect-`).
         let names = wire.encoding_headers();
-        let announce = if !self.accept_compression.is_empty()
+        let announce = if !self.accept_compressed.is_empty()
             && crate::metadata::header(headers, names.accept()).is_some()
         {
-            self.accept_compression
+            self.accept_compressed
         } else {
             EncodingList::new()
         };
@@ -246,18 +246,18 @@ impl HandlerConfig {
                 encoding: compression::request_encoding(
                     headers,
                     names,
-                    self.accept_compression.as_slice(),
+                    self.accept_compressed.as_slice(),
                 )?,
-                max_message_size: self.max_receive_message_size,
+                max_message_size: self.max_decoding_message_size,
             },
             reply: ReplyCodec {
                 format: wire.format,
                 encoding: compression::response_encoding(
                     headers,
                     names,
-                    self.send_compression.as_slice(),
+                    self.send_compressed.as_slice(),
                 ),
-                max_message_size: self.max_send_message_size,
+                max_message_size: self.max_encoding_message_size,
                 announce,
             },
         })
@@ -298,7 +298,7 @@ fn respond(
     form: AnswerForm,
     chain: Result<FastFuture<http::Response<ResponseBody>, Status>, Status>,
 ) -> ResponseFuture {
-    let accepted = config.accept_compression;
+    let accepted = config.accept_compressed;
     let failed = move |status: Status| {
         let (mut response, accept) = match form {
             AnswerForm::Grpc(format) => (
