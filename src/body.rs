@@ -58,7 +58,7 @@ pub struct RequestBody {
 /// The source of the part of a request body that has not arrived yet.
 enum Rest {
     /// The stream, when fastgrpc's own HTTP/2 engine serves the call.
-    Engine(std::sync::Arc<crate::http2::StreamShared>),
+    Engine(std::sync::Arc<crate::http2::Inbox>),
     /// Another server's body (a fastgrpc service mounted in tonic, or a test's body).
     Body(tonic::body::Body),
 }
@@ -84,7 +84,7 @@ impl RequestBody {
     }
 
     /// A body of which the rest arrives through fastgrpc's own HTTP/2 connection.
-    pub(crate) fn engine(rest: std::sync::Arc<crate::http2::StreamShared>) -> Self {
+    pub(crate) fn engine(rest: std::sync::Arc<crate::http2::Inbox>) -> Self {
         Self::of(None, Some(Rest::Engine(rest)))
     }
 
@@ -194,7 +194,7 @@ impl http_body::Body for RequestBody {
 
 /// The next frame of a request stream of fastgrpc's own engine.
 fn poll_engine_frame(
-    rest: &crate::http2::StreamShared,
+    rest: &crate::http2::Inbox,
     cx: &mut Context<'_>,
 ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
     use crate::http2::RecvEnd;

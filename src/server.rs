@@ -13,7 +13,7 @@
 
 use crate::codec::json::DecodeOptions;
 use crate::service::{
-    BoxError, Boxed, Cors, Dispatcher, FastService, GrpcRouter, Layers, NamedService, TowerService,
+    BoxError, Boxed, Cors, Dispatcher, FastService, Layers, NamedService, Router, TowerService,
 };
 use crate::transport::{Connected, ServerStats};
 
@@ -32,7 +32,7 @@ use crate::service::FromTower;
 use crate::transport::config::{ConnectionConfig, Keepalive};
 #[cfg(feature = "tls")]
 use crate::transport::tls;
-use crate::transport::{Shared, incoming};
+use crate::transport::{ServerState, incoming};
 
 /// Entry point: `Server::builder()` starts configuring a server.
 #[derive(Debug, Clone, Copy)]
@@ -48,7 +48,7 @@ impl Server {
 /// Configures the services, HTTP/2 settings and limits of a server, then serves.
 #[derive(Debug, Default)]
 pub struct Builder {
-    router: GrpcRouter,
+    router: Router,
     /// Layers around the whole router, outermost first.
     layers: Layers,
     /// Who may call from pages of other origins.
@@ -502,7 +502,7 @@ impl Builder {
         let tls = self.tls.map(|config| {
             tls::Acceptor::new(tls::with_default_alpn(config, self.connection.accept_http1))
         });
-        let shared = Shared {
+        let shared = ServerState {
             service: self
                 .layers
                 .wrap(self.router, self.cors, self.default_timeout),

@@ -12,14 +12,14 @@ use http::HeaderMap;
 use tokio::time::Instant;
 
 use super::frame::Reason;
-use super::shared::{Finished, Outbox, StreamShared};
+use super::mail::{Finished, Inbox, Outbox};
 
 /// A request's body as the engine hands it up.
 pub(crate) enum RequestData {
     /// All of it had arrived when the call started.
     Whole(Bytes),
     /// The rest arrives on the stream.
-    Streaming(Arc<StreamShared>),
+    Streaming(Arc<Inbox>),
 }
 
 /// A reply's body as the engine sends it.
@@ -111,7 +111,7 @@ pub(crate) trait Calls: Sized {
 /// Where the reply of a call finishing in its own task goes, and whether its client gave up.
 pub(crate) struct Later<C: Calls> {
     pub(in crate::http2) stream: u32,
-    pub(in crate::http2) shared: Arc<StreamShared>,
+    pub(in crate::http2) shared: Arc<Inbox>,
     pub(in crate::http2) outbox: Arc<Outbox<Reply<C>>>,
 }
 

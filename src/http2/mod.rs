@@ -4,7 +4,8 @@
 //! - `frame`: frames parsed and written;
 //! - `hpack`: header compression;
 //! - `request`, `response`: request heads checked and built, response heads encoded;
-//! - `shared`: what a connection shares with its calls' tasks;
+//! - `mail`: what a connection and its calls' tasks hand each other (its outbox, and each
+//!   stream's inbox);
 //! - `calls`, `config`: what the engine needs from the layer above it, and its settings;
 //! - `connection`: the connection itself.
 //!
@@ -19,12 +20,12 @@ mod config;
 mod connection;
 pub(crate) mod frame;
 pub(crate) mod hpack;
+mod mail;
 mod output;
 mod request;
 mod response;
-mod shared;
 
 pub(crate) use calls::{BodyFrame, Calls, Ending, Later, Outgoing, RequestData, Started};
 pub(crate) use config::{Config, DrainTimes, Keepalive, PingPolicy};
 pub(crate) use connection::{Connection, Ended};
-pub(crate) use shared::{RecvEnd, StreamShared};
+pub(crate) use mail::{Inbox, RecvEnd};

@@ -21,7 +21,7 @@ use http::HeaderMap;
 use super::FastService;
 use super::cors::{self, Cors};
 use super::from_tower::{BoxError, FromTower, TowerService};
-use super::router::GrpcRouter;
+use super::router::Router;
 use crate::FastFuture;
 use crate::body::{RequestBody, ResponseBody};
 use crate::call::{Call, within_deadline};
@@ -63,7 +63,7 @@ struct Inner {
 
 enum Route {
     /// No server-wide layers: straight to the router.
-    Direct(GrpcRouter),
+    Direct(Router),
     /// Through the layers, then the router.
     Layered(FromTower<Boxed>),
 }
@@ -173,7 +173,7 @@ impl fmt::Debug for Dispatcher {
 /// The router, as the innermost service of the server-wide layers: each call's context is read
 /// again from the request, which a layer may have changed.
 #[derive(Clone)]
-struct Routed(Arc<GrpcRouter>);
+struct Routed(Arc<Router>);
 
 impl FastService for Routed {
     fn call(&self, request: http::Request<RequestBody>) -> ResponseFuture {
@@ -214,7 +214,7 @@ impl Layers {
     /// layers.
     pub(crate) fn wrap(
         self,
-        router: GrpcRouter,
+        router: Router,
         cors: Cors,
         default_timeout: Option<Duration>,
     ) -> Dispatcher {

@@ -27,7 +27,7 @@ pub use self::from_tower::{BoxError, TowerService};
 pub use self::intercept::{
     AsyncInterceptor, CalledMethod, Intercepted, Interceptor, async_interceptor,
 };
-pub(crate) use self::router::GrpcRouter;
+pub(crate) use self::router::Router;
 pub use crate::body::{RequestBody, ResponseBody};
 use crate::call::Call;
 pub use crate::handler::ResponseFuture;

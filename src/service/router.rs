@@ -1,4 +1,4 @@
-//! [`GrpcRouter`]: routing a call to the service its `:path` names, after checking it is a call
+//! [`Router`]: routing a call to the service its `:path` names, after checking it is a call
 //! in a protocol the server speaks; gRPC-Web and Connect calls are served as gRPC and their
 //! answers translated back. Every call is observed here (`observe`), where it is a gRPC call
 //! whose service and declared methods are known.
@@ -21,7 +21,7 @@ use crate::status;
 
 /// The services a server hosts, looked up by fully-qualified name (`package.Service`).
 #[derive(Default)]
-pub(crate) struct GrpcRouter {
+pub(crate) struct Router {
     /// Few services per server: a linear scan over names beats hashing the path.
     routes: Vec<Route>,
     /// gRFC A66's metrics, when the server has a meter provider.
@@ -47,7 +47,7 @@ struct Metrics {
     other: std::sync::Arc<MethodMetrics>,
 }
 
-impl GrpcRouter {
+impl Router {
     /// Adds `service` under `name`; a later service with the same name replaces the earlier.
     pub(crate) fn add(&mut self, name: &'static str, service: Box<dyn FastService>) {
         let route = Route {
@@ -235,7 +235,7 @@ fn method_metrics(
         .collect()
 }
 
-impl fmt::Debug for GrpcRouter {
+impl fmt::Debug for Router {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_list()
             .entries(self.routes.iter().map(|route| route.name))

@@ -416,13 +416,13 @@ fn pop_front_done<Fut: Future>(queue: &mut VecDeque<Slot<Fut>>) -> Fut::Output {
 
 /// The wakers of the ring positions, and what they share with the stream.
 struct SlotWakers {
-    shared: Arc<Shared>,
+    shared: Arc<Woken>,
     /// `wakers[p]` wakes on behalf of ring position `p`; made once, cloned by futures.
     wakers: Box<[Waker]>,
 }
 
 /// State shared between a [`MapAsync`] and the wakers of its ring positions.
-struct Shared {
+struct Woken {
     /// The task that last returned `Pending` from `poll_next` with futures running.
     task: AtomicWaker,
     /// Bit `p % 64` of `woken[p / 64]`: the future at ring position `p` asked to be polled
@@ -433,7 +433,7 @@ struct Shared {
 
 /// The waker handed to the future at one ring position.
 struct PositionWaker {
-    shared: Arc<Shared>,
+    shared: Arc<Woken>,
     position: usize,
 }
 
@@ -451,7 +451,7 @@ impl Wake for PositionWaker {
 
 impl SlotWakers {
     fn new(parallelism: usize) -> Self {
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(Woken {
             task: AtomicWaker::new(),
             woken: (0..parallelism.div_ceil(64))
                 .map(|_| AtomicU64::new(0))

@@ -8,7 +8,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use super::Shared;
+use super::ServerState;
 use super::connect_info::ConnectInfo;
 use crate::body::{RequestBody, ResponseBody};
 use crate::call::Call;
@@ -22,7 +22,7 @@ pub(crate) type Started =
 
 /// Starts `call`: gives it what handlers may read of the connection and dispatches it.
 pub(crate) fn start_call(
-    shared: &Shared,
+    shared: &ServerState,
     connect_info: Option<&ConnectInfo>,
     mut request: http::Request<RequestBody>,
     call: &mut Call,

@@ -22,7 +22,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::Sleep;
 use tokio_util::sync::CancellationToken;
 
-use super::Shared;
+use super::ServerState;
 use super::beside::{Beside, First};
 use super::connect_info::ConnectInfo;
 use super::head_timeout::{Answering, HeadWatch, Stall, Watched, Written};
@@ -39,7 +39,7 @@ use crate::protocol::Protocol;
 pub(crate) async fn serve<IO>(
     io: IO,
     connect_info: Option<ConnectInfo>,
-    shared: Arc<Shared>,
+    shared: Arc<ServerState>,
     shutdown: CancellationToken,
 ) where
     IO: AsyncRead + AsyncWrite + Send + Unpin + 'static,
@@ -177,7 +177,7 @@ enum Then {
 
 /// A call waiting for its body.
 struct Waiting {
-    shared: Arc<Shared>,
+    shared: Arc<ServerState>,
     connect_info: Option<ConnectInfo>,
     head: http::request::Parts,
     call: Call,
@@ -330,7 +330,7 @@ fn passed(deadline: Pin<&mut Option<Sleep>>, cx: &mut Context<'_>) -> bool {
 }
 
 fn answer(
-    shared: &Arc<Shared>,
+    shared: &Arc<ServerState>,
     connect_info: Option<&ConnectInfo>,
     request: http::Request<Incoming>,
 ) -> Answer {
@@ -408,13 +408,13 @@ mod tests {
     use tokio::time::Instant;
 
     use super::*;
-    use crate::service::{GrpcRouter, Layers};
+    use crate::service::{Layers, Router};
     use crate::transport::ServerStats;
     use crate::transport::config::ConnectionConfig;
 
-    fn shared(handshake_timeout: Duration) -> Arc<Shared> {
-        Arc::new(Shared {
-            service: Layers::default().wrap(GrpcRouter::default(), Default::default(), None),
+    fn shared(handshake_timeout: Duration) -> Arc<ServerState> {
+        Arc::new(ServerState {
+            service: Layers::default().wrap(Router::default(), Default::default(), None),
             connection: ConnectionConfig {
                 handshake_timeout,
                 ..ConnectionConfig::default()

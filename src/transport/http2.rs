@@ -17,7 +17,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::Shared;
+use super::ServerState;
 use super::beside::{Beside, First};
 use super::{Activity, ConnectInfo, Started, drain_reason, finish_call, start_call, within_grace};
 use crate::body::{RequestBody, ResponseBody};
@@ -33,7 +33,7 @@ pub(crate) async fn serve<IO>(
     io: IO,
     connect_info: Option<ConnectInfo>,
     handshake_deadline: Instant,
-    shared: Arc<Shared>,
+    shared: Arc<ServerState>,
     shutdown: CancellationToken,
 ) where
     IO: AsyncRead + AsyncWrite + Unpin,
@@ -70,7 +70,7 @@ fn log_end(ended: Ended) {
 
 /// The server's calls, as one connection's engine sees them.
 struct ServerCalls {
-    shared: Arc<Shared>,
+    shared: Arc<ServerState>,
     /// Counts the connection's tasks and marks it busy (for the idle timeout).
     activity: Arc<Activity>,
     connect_info: Option<ConnectInfo>,

@@ -18,7 +18,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::Shared;
+use super::ServerState;
 use super::connect_info::{ConnectInfo, Connected};
 use super::http1;
 use super::sniff::{Protocol, sniff};
@@ -29,7 +29,7 @@ use crate::service::BoxError;
 /// listener stops taking connections), every connection is told to drain, and this returns
 /// once all have ended, with the error that stopped accepting if one did.
 pub(crate) async fn serve<I, IO, E, F>(
-    shared: Shared,
+    shared: ServerState,
     max_connections: Option<usize>,
     incoming: I,
     signal: F,
@@ -202,7 +202,7 @@ async fn accept_failed(error: BoxError) -> io::Result<()> {
 
 /// One connection's task: the TLS handshake if the server has TLS, then HTTP/2. Both
 /// handshakes together must finish within the handshake timeout.
-async fn connection<IO>(io: IO, shared: Arc<Shared>, shutdown: CancellationToken)
+async fn connection<IO>(io: IO, shared: Arc<ServerState>, shutdown: CancellationToken)
 where
     IO: AsyncRead + AsyncWrite + Connected + Send + Unpin + 'static,
 {
@@ -230,7 +230,7 @@ async fn http<IO>(
     negotiated: Option<Protocol>,
     info: Option<ConnectInfo>,
     handshake_deadline: Instant,
-    shared: Arc<Shared>,
+    shared: Arc<ServerState>,
     shutdown: CancellationToken,
 ) where
     IO: AsyncRead + AsyncWrite + Send + Unpin + 'static,
@@ -271,7 +271,7 @@ async fn http<IO>(
 async fn http1<IO>(
     io: IO,
     info: Option<ConnectInfo>,
-    shared: Arc<Shared>,
+    shared: Arc<ServerState>,
     shutdown: CancellationToken,
 ) where
     IO: AsyncRead + AsyncWrite + Send + Unpin + 'static,
@@ -287,7 +287,7 @@ async fn http2<IO>(
     io: IO,
     info: Option<ConnectInfo>,
     handshake_deadline: Instant,
-    shared: Arc<Shared>,
+    shared: Arc<ServerState>,
     shutdown: CancellationToken,
 ) where
     IO: AsyncRead + AsyncWrite + Send + Unpin + 'static,

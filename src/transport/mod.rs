@@ -51,7 +51,7 @@ mod http1;
 mod http2;
 pub(crate) mod incoming;
 mod linger;
-mod shared;
+mod server_state;
 mod sniff;
 #[cfg(feature = "tls")]
 pub(crate) mod tls;
@@ -61,7 +61,7 @@ pub use self::activity::ServerStats;
 pub(crate) use self::call::{Started, finish_call, poll_contained, start_call};
 pub(crate) use self::config::{DrainReason, drain_reason, within_grace};
 pub use self::connect_info::{Address, ConnectInfo, Connected};
-pub(crate) use self::shared::Shared;
+pub(crate) use self::server_state::ServerState;
 #[cfg(feature = "tls")]
 pub use self::tls::{TlsConfig, TlsError};
 /// The rustls the `tls` feature serves with, to build a [`TlsConfig`]'s alternative, a

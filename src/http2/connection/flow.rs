@@ -12,7 +12,7 @@ use super::Connection;
 use super::streams::{Closed, Recv};
 use crate::http2::calls::Calls;
 use crate::http2::frame::{self, FrameError, Reason, Settings};
-use crate::http2::shared::RecvEnd;
+use crate::http2::mail::RecvEnd;
 
 impl<IO, C> Connection<IO, C>
 where

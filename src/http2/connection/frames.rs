@@ -17,8 +17,8 @@ use super::{Connection, PREFACE};
 use crate::http2::calls::Calls;
 use crate::http2::frame::{self, Frame, FrameError, HEAD_LEN, Head, Reason};
 use crate::http2::hpack::{self, Decoded};
+use crate::http2::mail::RecvEnd;
 use crate::http2::request::{RequestHead, Trailers};
-use crate::http2::shared::RecvEnd;
 
 /// A header block arriving in CONTINUATION frames.
 pub(super) struct Continuation {

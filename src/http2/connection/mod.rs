@@ -15,7 +15,7 @@
 //! the client's window allows.
 //!
 //! Invariant: the connection's task owns all of it; calls' tasks and bodies reach it only
-//! through the [`Outbox`] (and a stream's `StreamShared`), which the poll drains first.
+//! through the [`Outbox`] (and a stream's `Inbox`), which the poll drains first.
 //!
 //! This file holds the connection's state and its poll (the read/write loop); each concern has
 //! a file of its own, each an `impl Connection` block: `frames` (reading frames), `streams` (the
@@ -49,9 +49,9 @@ use super::calls::{Calls, Reply};
 use super::config::Config;
 use super::frame::{self, FrameError, HEAD_LEN, Reason, Settings};
 use super::hpack;
+use super::mail::{Outbox, RecvEnd, Taken};
 use super::output::Output;
 use super::request::Reused;
-use super::shared::{Outbox, RecvEnd, Taken};
 
 /// The client connection preface (RFC 9113 §3.4).
 pub(crate) const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";

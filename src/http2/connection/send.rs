@@ -17,8 +17,8 @@ use super::streams::{ANSWERED_GRACE, Closed, End, Recv, Sending, unread_bytes};
 use super::{BODY_ROUND_BYTES, Connection, WRITE_HIGH_WATER};
 use crate::http2::calls::{BodyFrame, Calls, Outgoing};
 use crate::http2::frame::{self, Reason};
+use crate::http2::mail::{Mail, RecvEnd, StreamWaker};
 use crate::http2::response;
-use crate::http2::shared::{Mail, RecvEnd, StreamWaker};
 
 impl<IO, C> Connection<IO, C>
 where

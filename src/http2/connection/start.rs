@@ -1,6 +1,6 @@
 //! Starting calls: the requests whose heads arrived, in order, each answered in the poll that
 //! read it if its call is ready (no box, spawn or waker), the rest finished by the layer above
-//! in a task that hands the reply back through the [`Outbox`](crate::http2::shared::Outbox).
+//! in a task that hands the reply back through the [`Outbox`](crate::http2::mail::Outbox).
 //!
 //! Invariant: a call starts once, from its stream's head, which it takes; a stream the client
 //! reset before its call started starts nothing.
@@ -14,7 +14,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use super::Connection;
 use super::streams::{Received, Recv};
 use crate::http2::calls::{Calls, Later, RequestData, Started};
-use crate::http2::shared::{Finished, Mail, StreamShared};
+use crate::http2::mail::{Finished, Inbox, Mail};
 
 impl<IO, C> Connection<IO, C>
 where
@@ -83,7 +83,7 @@ where
         };
         let received = chunks.len();
         let body = if stream.recv_open {
-            let shared = StreamShared::new(id, Arc::clone(&self.outbox) as Arc<dyn Mail>);
+            let shared = Inbox::new(id, Arc::clone(&self.outbox) as Arc<dyn Mail>);
             for chunk in chunks.into_chunks() {
                 shared.push(chunk);
             }
@@ -103,9 +103,10 @@ where
             Started::Pending(pending) => {
                 let stream = self.streams.get_mut(&id).expect("present above");
                 let outbox = &self.outbox;
-                let shared = Arc::clone(stream.shared.get_or_insert_with(|| {
-                    StreamShared::new(id, Arc::clone(outbox) as Arc<dyn Mail>)
-                }));
+                let shared =
+                    Arc::clone(stream.shared.get_or_insert_with(|| {
+                        Inbox::new(id, Arc::clone(outbox) as Arc<dyn Mail>)
+                    }));
                 let later = Later {
                     stream: id,
                     shared,

@@ -19,7 +19,7 @@ use tokio::time::Instant;
 use super::Connection;
 use crate::http2::calls::Calls;
 use crate::http2::frame::{self, FrameError, Reason};
-use crate::http2::shared::{RecvEnd, StreamShared};
+use crate::http2::mail::{Inbox, RecvEnd};
 
 /// A stream the client opened and has not reset, and whose either side is still open: open,
 /// half-closed (remote) once the client ends its side, half-closed (local) once our reply has
@@ -43,7 +43,7 @@ pub(super) struct Stream<C: Calls> {
     pub(super) pending_end: Option<End>,
     pub(super) sending: Option<Sending<C>>,
     /// Set for calls running in tasks, and request bodies read while they arrive.
-    pub(super) shared: Option<Arc<StreamShared>>,
+    pub(super) shared: Option<Arc<Inbox>>,
     /// The request head and what the layer above read of it (its deadline among the rest,
     /// counted from when the headers arrived), until its call starts.
     pub(super) head: Option<(http::request::Parts, C::Call)>,
@@ -66,7 +66,7 @@ pub(super) enum Recv {
     /// The call has not started: data is kept here, and given whole if the request ends first.
     Before(Received),
     /// The call is reading it.
-    Shared(Arc<StreamShared>),
+    Shared(Arc<Inbox>),
     /// Nobody reads it any more (the call ended first): data is dropped and credited back.
     Dropped,
 }

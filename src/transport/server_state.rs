@@ -11,7 +11,7 @@ use crate::service::Dispatcher;
 
 /// See the module docs.
 #[derive(Debug)]
-pub(crate) struct Shared {
+pub(crate) struct ServerState {
     /// The router, behind the server-wide layers if there are any.
     pub(crate) service: Dispatcher,
     pub(crate) connection: ConnectionConfig,

@@ -1,11 +1,11 @@
-//! What a connection shares with the tasks of its calls, and nothing more: the connection's
-//! task owns every stream, and these are the only doors into it.
+//! What a connection and the tasks of its calls hand each other, and nothing more: the
+//! connection's task owns every stream, and these are the only ways in and out.
 //!
 //! - [`Outbox`]: replies of calls that finished in tasks of their own, the streams whose
 //!   reply bodies have something to send (woken by the bodies' wakers), and the flow-control
 //!   credit that request bodies gave back as their handlers read them. One per connection;
 //!   the connection drains it on every poll.
-//! - [`StreamShared`]: one per stream that outlives the poll it started in (a request body
+//! - [`Inbox`]: one per stream that outlives the poll it started in (a request body
 //!   still arriving, or a call finishing in a task): the data received and not yet read, how
 //!   the request ended, and whether the client reset the stream.
 
@@ -189,15 +189,15 @@ struct RecvState {
 }
 
 /// See the module docs.
-pub(crate) struct StreamShared {
+pub(crate) struct Inbox {
     stream: u32,
     outbox: Arc<dyn Mail>,
     state: Mutex<RecvState>,
 }
 
-impl StreamShared {
-    pub(crate) fn new(stream: u32, outbox: Arc<dyn Mail>) -> Arc<StreamShared> {
-        Arc::new(StreamShared {
+impl Inbox {
+    pub(crate) fn new(stream: u32, outbox: Arc<dyn Mail>) -> Arc<Inbox> {
+        Arc::new(Inbox {
             stream,
             outbox,
             state: Mutex::new(RecvState::default()),
@@ -277,7 +277,7 @@ impl StreamShared {
     }
 }
 
-impl Drop for StreamShared {
+impl Drop for Inbox {
     fn drop(&mut self) {
         // Data never read still counts against the client's window: give it back.
         let unread: usize = self.lock().chunks.iter().map(Bytes::len).sum();
