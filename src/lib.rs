@@ -34,7 +34,7 @@ pub mod codegen;
 pub mod internals;
 
 // What a handler writer and a server's `main` need, at the root; the rest by role in `service`,
-// `transport` and `stream` (docs/ARCHITECTURE.md says why).
+// `transport` and `stream` (docs/design/api.md says why).
 pub use crate::codec::Streaming;
 pub use crate::compression::{CompressionEncoding, MessageCompression, RequestCompressed};
 pub use crate::deadline::Deadline;

@@ -196,3 +196,136 @@ fn the_reader_finds_grouped_and_plain_paths_and_skips_comments_tests_and_macros(
     let named: Vec<String> = named_modules(&code).into_iter().collect();
     assert_eq!(named, ["a", "b", "c", "d", "e"]);
 }
+
+/// Every file of the repository (outside `target/` and `.git/`), as paths from its root.
+fn repository_files() -> Vec<String> {
+    fn walk(root: &Path, dir: &Path, files: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().to_string();
+            if name == "target" || name == ".git" || name == "node_modules" {
+                continue;
+            }
+            let relative = path
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .to_string();
+            if path.is_dir() {
+                files.push(format!("{relative}/"));
+                walk(root, &path, files);
+            } else {
+                files.push(relative);
+            }
+        }
+    }
+    let root = repository();
+    let mut files = Vec::new();
+    walk(&root, &root, &mut files);
+    files
+}
+
+/// What `docs/ARCHITECTURE.md` names in backticks: files and folders (ending in `.rs`, `.md`,
+/// `.sh` or `/`), paths into the code (`Type::name`, `module::name`), and single names.
+fn backticked_in_the_map() -> Vec<String> {
+    let map = std::fs::read_to_string(repository().join("docs/ARCHITECTURE.md")).unwrap();
+    map.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|token| !token.contains(char::is_whitespace) && !token.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Whether `src/` defines `name` as a function, type, trait, module, constant or variant.
+fn defined(sources: &[(String, PathBuf, String)], name: &str) -> bool {
+    let definitions = [
+        format!("fn {name}("),
+        format!("fn {name}<"),
+        format!("struct {name}"),
+        format!("enum {name}"),
+        format!("trait {name}"),
+        format!("type {name}"),
+        format!("mod {name}"),
+        format!("const {name}:"),
+        format!("    {name}("),
+        format!("    {name} {{"),
+        format!("    {name},"),
+    ];
+    sources.iter().any(|(_, file, text)| {
+        file.file_stem().is_some_and(|stem| stem == name)
+            || definitions
+                .iter()
+                .any(|definition| text.contains(definition.as_str()))
+    })
+}
+
+/// Names the map gives in backticks that are not the code's: Cargo features, and what the
+/// standard library calls a future that waits.
+const NOT_THE_CODE_S: &[&str] = &["opentelemetry", "Pending", "tls"];
+
+#[test]
+fn every_file_and_name_the_map_gives_exists() {
+    let files = repository_files();
+    let sources = sources();
+    let crates: Vec<String> = files
+        .iter()
+        .filter(|file| file.ends_with("Cargo.toml"))
+        .filter_map(|file| std::fs::read_to_string(repository().join(file)).ok())
+        .filter_map(|manifest| {
+            let name = manifest.split("\nname = \"").nth(1)?;
+            Some(name.split('"').next()?.to_owned())
+        })
+        .collect();
+    let mut missing = Vec::new();
+    for token in backticked_in_the_map() {
+        let is_path = [".rs", ".md", ".sh", "/"]
+            .iter()
+            .any(|end| token.ends_with(end))
+            && token
+                .chars()
+                .all(|c| c.is_alphanumeric() || "_-./".contains(c));
+        if is_path {
+            // Relative to the repository, to `src/`, or to a folder the map's row names.
+            if !files
+                .iter()
+                .any(|file| file == &token || file.ends_with(&format!("/{token}")))
+            {
+                missing.push(token);
+            }
+            continue;
+        }
+        if !token
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == ':')
+        {
+            continue; // a header, a content type, a chain of steps: not a name
+        }
+        if NOT_THE_CODE_S.contains(&token.as_str()) {
+            continue;
+        }
+        // A number, or a status code or constant in capitals.
+        if token.chars().next().is_some_and(char::is_numeric)
+            || token.chars().all(|c| c.is_ascii_uppercase() || c == '_')
+        {
+            continue;
+        }
+        // A crate, or an example.
+        let stem = |file: &String| {
+            Path::new(file.trim_end_matches('/'))
+                .file_stem()
+                .is_some_and(|stem| stem == token.as_str())
+        };
+        if crates.contains(&token) || files.iter().any(stem) {
+            continue;
+        }
+        let segments: Vec<&str> = token.split("::").collect();
+        if segments.iter().any(|segment| !defined(&sources, segment)) {
+            missing.push(token);
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "docs/ARCHITECTURE.md names what is not in the repository: {missing:?}"
+    );
+}

@@ -12,7 +12,7 @@
 //! The engine imports nothing from the layers above it (the server, the transport, the
 //! handlers, their bodies): they reach it through [`Calls`], which the transport implements,
 //! and [`Config`], plain values. The only HTTP/2 engine since the h2 crate's was retired
-//! (`docs/ARCHITECTURE.md` says why).
+//! (`docs/design/engine.md` says why).
 
 mod buffers;
 mod calls;
