@@ -1,6 +1,6 @@
 //! Panics in user code, contained: a panic while a handler's future or reply stream is polled
-//! ends that call with `INTERNAL` and unwinds no further, whoever polls it (the connection
-//! driver, a tower layer's worker such as `Buffer`'s, tonic's server hosting a `ForTonic`).
+//! ends that call with `INTERNAL` and unwinds no further, whoever polls it (the connection, a
+//! tower layer's worker such as `Buffer`'s, tonic's server hosting a `ForTonic`).
 
 use std::any::Any;
 use std::future::Future;

@@ -1,8 +1,8 @@
 //! Client-, server- and bidirectional-streaming calls.
 //!
 //! They reuse the unary steps where a side is a single message, decode request streams lazily
-//! with [`Streaming`], and encode reply streams message by message as the connection driver
-//! polls them (only when the peer's window has room). The handler's future is still polled once
+//! with [`Streaming`], and encode reply streams message by message as the connection polls
+//! them (only when the peer's window has room). The handler's future is still polled once
 //! in place: a server-streaming call whose method returns its stream at once sends its headers
 //! without a task; the stream itself is then pumped by one.
 

@@ -6,7 +6,7 @@
 //! trailers. So the router turns a gRPC-Web request into a gRPC one (the services see no
 //! difference), and turns the service's response back: `content-type`, trailers moved into
 //! the body, and base64 for `-text`. A call whose answer is ready is still answered inline: the
-//! connection driver sends the translated body's frames in the same poll.
+//! connection sends the translated body's frames in the same poll.
 
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
