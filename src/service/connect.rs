@@ -4,18 +4,17 @@
 //!
 //! As with gRPC-Web, the router serves a Connect call as a gRPC call and translates at the
 //! edges. The handler reads a unary call's bare body, a streaming call's envelopes (gRPC's
-//! frames by another name) and Connect's encoding headers itself: the request's
-//! `content-type` tells it to. The gRPC-form answer becomes Connect's:
+//! frames by another name) and Connect's encoding headers itself: the call's wire tells it to.
+//! A unary handler asked to (`Call::ask_own_form`) answers in Connect's form itself; otherwise
+//! the gRPC-form answer becomes Connect's here:
 //! - unary: the message without its frame header, trailing metadata as `trailer-` headers, a
 //!   failure as its HTTP status with a JSON error body;
 //! - streaming: HTTP 200, the messages as they come, and the status and trailing metadata in
 //!   a last end-of-stream envelope (flag `0x02`, JSON).
 //!
 //! The call is observed (metrics, span) before the translation, so it counts as gRPC calls do.
-//! Connect states its timeout in `connect-timeout-ms`, which the router enforces here, with the
-//! server's own timeout, so that a call whose deadline passes is answered in Connect's form
-//! (the transports enforce only `grpc-timeout`): before the answer, and during a stream. A
-//! ready call is still answered inline.
+//! Its deadline (`connect-timeout-ms`) is read with its head and held by the dispatcher, as
+//! every call's is. A ready call is still answered inline.
 
 use std::pin::pin;
 
