@@ -20,7 +20,7 @@ use http::HeaderMap;
 use http_body::{Body as _, Frame, SizeHint};
 use tonic::Status;
 
-use crate::http2::Outgoing;
+use crate::http2::{Fields, Outgoing};
 use crate::status;
 
 /// What watches a reply from its handler to its end (the call's span and metrics,
@@ -253,7 +253,7 @@ enum Kind {
     /// At most one message, then the trailers (if any).
     Unary {
         message: Option<Bytes>,
-        trailers: Option<HeaderMap>,
+        trailers: Option<Fields>,
     },
     /// Messages as the stream yields them (those ready together already in one buffer, see
     /// `handler::streaming`), then trailers built from how it ended.
@@ -279,7 +279,7 @@ impl Default for Kind {
 
 impl ResponseBody {
     /// A body carrying one encoded message followed by `trailers`.
-    pub(crate) fn unary(message: Bytes, trailers: HeaderMap) -> Self {
+    pub(crate) fn unary(message: Bytes, trailers: Fields) -> Self {
         Self::of(Kind::Unary {
             message: Some(message),
             trailers: Some(trailers),
@@ -301,7 +301,7 @@ impl ResponseBody {
     pub(crate) fn take_whole(&mut self) -> Option<(Option<Bytes>, Option<HeaderMap>)> {
         match &mut self.kind {
             Kind::Unary { message, trailers } if self.observed.is_none() => {
-                Some((message.take(), trailers.take()))
+                Some((message.take(), trailers.take().map(Fields::into_map)))
             }
             _ => None,
         }
@@ -373,7 +373,14 @@ impl ResponseBody {
                 if let Some(message) = message {
                     observed.sent(message);
                 }
-                observed.end_with(trailers.as_ref());
+                match trailers {
+                    Some(Fields::Map(trailers)) => observed.end_with(Some(trailers)),
+                    Some(Fields::Fixed(fields)) => {
+                        let status = fields.iter().find(|(name, _)| *name == status::GRPC_STATUS);
+                        observed.end(status::code_of(status.map(|(_, value)| value)));
+                    }
+                    None => observed.end_with(None),
+                }
             }
             Kind::Streaming { .. } | Kind::Body(_) => self.observed = Some(Box::new(observed)),
         }
@@ -416,7 +423,7 @@ impl ResponseBody {
                 Poll::Ready(
                     trailers
                         .take()
-                        .map(|trailers| Ok(Frame::trailers(trailers))),
+                        .map(|trailers| Ok(Frame::trailers(trailers.into_map()))),
                 )
             }
             Kind::Streaming { done: true, .. } => Poll::Ready(None),

@@ -4,9 +4,9 @@
 //! A gRPC reply carries two maps (its head and its trailers), and an `http::HeaderMap`
 //! allocates twice on its first insert. fastgrpc's own HTTP/2 engine is done with both once
 //! it has encoded them, so it gives them back here, cleared, and the next reply on the thread
-//! takes them: a connection's steady state builds its replies' maps without allocating. The
-//! h2 engine and HTTP/1.1 consume the maps they send; their replies take from here only what
-//! another connection gave back.
+//! takes them: a connection's steady state builds its replies' maps without allocating.
+//! HTTP/1.1 (hyper) and callers in-process consume the maps they get; their replies take from
+//! here only what an HTTP/2 connection gave back.
 //!
 //! Bounded twice: at most [`SPARE_MAPS`] maps per thread, and only maps no bigger than a
 //! reply's usual few fields ([`SPARE_CAPACITY`]), so a reply with much metadata cannot make
@@ -29,19 +29,27 @@ thread_local! {
 /// An empty map: a spare one if this thread has one, else a new one (which allocates on its
 /// first insert).
 pub(crate) fn take() -> HeaderMap {
+    spare().unwrap_or_default()
+}
+
+/// A spare map of this thread's, if it has one.
+#[inline]
+fn spare() -> Option<HeaderMap> {
     SPARE
         .try_with(|spare| spare.borrow_mut().pop())
         .ok()
         .flatten()
-        .unwrap_or_default()
 }
 
-/// `metadata` if it already has room, a spare map otherwise: where a reply's fields go.
+/// `metadata` if it already has room, a spare map otherwise: where a reply's fields go. With
+/// no spare, `metadata` itself, empty as it is: making another empty map and dropping this one
+/// would only cost.
+#[inline]
 pub(crate) fn or_spare(metadata: HeaderMap) -> HeaderMap {
-    if metadata.capacity() == 0 {
-        return take();
+    if metadata.capacity() != 0 {
+        return metadata;
     }
-    metadata
+    spare().unwrap_or(metadata)
 }
 
 /// Keeps `map`, cleared, for a later [`take`] on this thread, unless it is big or the thread

@@ -21,6 +21,10 @@ pub(crate) const GRPC_JSON_CONTENT_TYPE: HeaderValue =
 pub(crate) const GRPC_STATUS: HeaderName = HeaderName::from_static("grpc-status");
 const GRPC_STATUS_OK: HeaderValue = HeaderValue::from_static("0");
 
+/// The trailers of a call that succeeded with no trailing metadata: `grpc-status: 0` alone,
+/// sent as they are, without a map built for them.
+pub(crate) static OK_TRAILERS: [(HeaderName, HeaderValue); 1] = [(GRPC_STATUS, GRPC_STATUS_OK)];
+
 /// Headers user metadata may not set: those the gRPC protocol owns, and the connection-specific
 /// ones HTTP/2 forbids (h2 would refuse the whole response, leaving the client no status).
 const RESERVED_HEADERS: [HeaderName; 11] = [

@@ -24,6 +24,7 @@ use crate::body::{RequestBody, ResponseBody};
 use crate::call::Call;
 use crate::codec::{self, Streaming};
 use crate::compression::{CompressionEncoding, MessageCompression, RequestCompressed};
+use crate::http2::Fields;
 use crate::metadata::Trailers;
 use crate::{spare_maps, status};
 
@@ -176,7 +177,10 @@ pub(super) fn marshal<M: Message + Serialize + 'static>(
     let trailers = Trailers::take(&mut extensions);
     let mut response = match form {
         AnswerForm::Grpc(_) => {
-            let trailers = status::ok_trailers(trailers.unwrap_or_default());
+            let trailers = match trailers {
+                Some(metadata) => Fields::Map(status::ok_trailers(metadata)),
+                None => Fields::Fixed(&status::OK_TRAILERS),
+            };
             let mut response = http::Response::new(ResponseBody::unary(frame, trailers));
             *response.headers_mut() = reply_headers(metadata, codec);
             response

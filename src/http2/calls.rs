@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http::HeaderMap;
+use http::{HeaderMap, HeaderName, HeaderValue};
 use tokio::time::Instant;
 
 use super::frame::Reason;
@@ -28,10 +28,34 @@ pub(crate) enum Outgoing<B> {
     /// DATA frame ending the stream, or, with no message either, a head that ends it).
     Whole {
         message: Option<Bytes>,
-        trailers: Option<HeaderMap>,
+        trailers: Option<Fields>,
     },
     /// Frames still to come, polled with [`Calls::poll_body`].
     Streaming(B),
+}
+
+/// Header fields to send: a map, or fields fixed for good (the same on nearly every reply, so
+/// no map is built and read back for them).
+#[derive(Debug)]
+pub(crate) enum Fields {
+    Map(HeaderMap),
+    Fixed(&'static [(HeaderName, HeaderValue)]),
+}
+
+impl Fields {
+    /// The fields as a map, for those who read them as one.
+    pub(crate) fn into_map(self) -> HeaderMap {
+        match self {
+            Fields::Map(map) => map,
+            Fields::Fixed(fields) => {
+                let mut map = crate::spare_maps::take();
+                for (name, value) in fields {
+                    map.append(name.clone(), value.clone());
+                }
+                map
+            }
+        }
+    }
 }
 
 /// What a streaming reply body gave.

@@ -25,7 +25,7 @@ mod output;
 mod request;
 mod response;
 
-pub(crate) use calls::{BodyFrame, Calls, Ending, Later, Outgoing, RequestData, Started};
+pub(crate) use calls::{BodyFrame, Calls, Ending, Fields, Later, Outgoing, RequestData, Started};
 pub(crate) use config::{Config, DrainTimes, Keepalive, PingPolicy};
 pub(crate) use connection::{Connection, Ended};
 pub(crate) use mail::{Inbox, RecvEnd};

@@ -4,6 +4,7 @@
 
 use http::{HeaderMap, StatusCode};
 
+use super::calls::Fields;
 use super::hpack::{Encoder, Indexing};
 use crate::spare_maps;
 
@@ -41,10 +42,24 @@ pub(crate) fn encode_head(
 }
 
 /// Encodes trailers.
-pub(crate) fn encode_trailers(encoder: &mut Encoder, trailers: HeaderMap, dst: &mut Vec<u8>) {
+pub(crate) fn encode_trailers(encoder: &mut Encoder, trailers: Fields, dst: &mut Vec<u8>) {
     encoder.begin_block(dst);
-    encode_fields(encoder, &trailers, dst);
-    spare_maps::give_back(trailers);
+    match trailers {
+        Fields::Map(map) => {
+            encode_fields(encoder, &map, dst);
+            spare_maps::give_back(map);
+        }
+        Fields::Fixed(fields) => {
+            for (name, value) in fields {
+                encoder.field(
+                    name.as_str().as_bytes(),
+                    value.as_bytes(),
+                    indexing(name),
+                    dst,
+                );
+            }
+        }
+    }
 }
 
 fn encode_fields(encoder: &mut Encoder, headers: &HeaderMap, dst: &mut Vec<u8>) {

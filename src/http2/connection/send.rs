@@ -15,7 +15,7 @@ use tokio::time::Instant;
 use super::drain::Drain;
 use super::streams::{ANSWERED_GRACE, Closed, End, Recv, Sending, unread_bytes};
 use super::{BODY_ROUND_BYTES, Connection, WRITE_HIGH_WATER};
-use crate::http2::calls::{BodyFrame, Calls, Outgoing};
+use crate::http2::calls::{BodyFrame, Calls, Fields, Outgoing};
 use crate::http2::frame::{self, Reason};
 use crate::http2::mail::{Mail, RecvEnd, StreamWaker};
 use crate::http2::response;
@@ -199,7 +199,9 @@ where
                     queued += data.len();
                     stream.pending.push_back(data);
                 }
-                Poll::Ready(BodyFrame::End(Some(trailers))) => break Some(End::Trailers(trailers)),
+                Poll::Ready(BodyFrame::End(Some(trailers))) => {
+                    break Some(End::Trailers(Fields::Map(trailers)));
+                }
                 Poll::Ready(BodyFrame::End(None)) => break Some(End::Data),
             }
         };

@@ -12,12 +12,11 @@ use std::task::Waker;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use http::HeaderMap;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::Instant;
 
 use super::Connection;
-use crate::http2::calls::Calls;
+use crate::http2::calls::{Calls, Fields};
 use crate::http2::frame::{self, FrameError, Reason};
 use crate::http2::mail::{Inbox, RecvEnd};
 
@@ -124,7 +123,7 @@ pub(super) struct Sending<C: Calls> {
 
 /// How a reply ends once its data is sent.
 pub(super) enum End {
-    Trailers(HeaderMap),
+    Trailers(Fields),
     /// An empty DATA frame with END_STREAM.
     Data,
 }

@@ -15,7 +15,7 @@ use super::drain::Drain;
 use super::ping::KEEPALIVE_PING;
 use super::streams::End;
 use super::{Connection, Ended};
-use crate::http2::calls::Calls;
+use crate::http2::calls::{Calls, Fields};
 use crate::http2::frame::{self, FrameError, Reason};
 
 impl<IO, C> Connection<IO, C>
@@ -107,7 +107,7 @@ where
                         stream.pending.push_back(data);
                     }
                     stream.pending_end = Some(match ending.trailers {
-                        Some(trailers) => End::Trailers(trailers),
+                        Some(trailers) => End::Trailers(Fields::Map(trailers)),
                         None => End::Data,
                     });
                 } else {
