@@ -85,6 +85,7 @@ impl FastService for Dispatcher {
         self.serve(http::Request::from_parts(head, body), &mut call)
     }
 
+    #[inline]
     fn serve(&self, request: http::Request<RequestBody>, call: &mut Call) -> ResponseFuture {
         let Some(origin) = cors::origin(request.headers()) else {
             return self.inner.answer(request, call);
@@ -120,6 +121,7 @@ impl FastService for Dispatcher {
 
 impl Inner {
     /// The answer to `call`, held to its deadline; a panic while it starts answers `INTERNAL`.
+    #[inline]
     fn answer(&self, request: http::Request<RequestBody>, call: &mut Call) -> ResponseFuture {
         if call.expired() {
             // Its client has stopped waiting: the call is not started.
@@ -130,6 +132,7 @@ impl Inner {
         within_deadline(answer, call)
     }
 
+    #[inline]
     fn route(&self, request: http::Request<RequestBody>, call: &mut Call) -> ResponseFuture {
         match &self.route {
             Route::Direct(router) => router.serve(request, call),
