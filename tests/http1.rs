@@ -371,6 +371,31 @@ async fn an_answer_in_progress_at_the_maximum_age_closes_the_connection_after_it
     server.stop().await;
 }
 
+/// An answer given before its request's body was read to the end (a message over the limit,
+/// refused as soon as its size shows) says `connection: close`: the bytes left unread stand
+/// before any next request, so the connection cannot go on, and a client that pools
+/// connections must know not to send another on it.
+#[tokio::test]
+async fn an_answer_before_the_body_is_read_closes_the_connection_and_says_so() {
+    let service = TestServiceServer::new(Sized).max_decoding_message_size(1024);
+    let server = TestServer::start(Server::builder().add_service(service)).await;
+    let mut tcp = TcpStream::connect(server.addr).await.unwrap();
+    // Larger than what is read before the call starts: the call reads it as it arrives.
+    let declared = 256 * 1024;
+    let mut bytes = request("POST", "application/proto", &[], &[]);
+    let head_end = bytes.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let head = String::from_utf8(bytes[..head_end].to_vec())
+        .unwrap()
+        .replace("content-length: 0", &format!("content-length: {declared}"));
+    bytes = format!("{head}\r\n\r\n").into_bytes();
+    // Half of the body: the rest never comes.
+    bytes.extend(vec![0x0a; declared / 2]);
+    tcp.write_all(&bytes).await.unwrap();
+    let answer = last_answer(&mut tcp).await;
+    assert_eq!(answer.status, 429, "{answer:?}");
+    server.stop().await;
+}
+
 /// HTTP/1.1 has no GOAWAY: a connection closed while idle could lose a request already on its
 /// way, so one past its age closes after its next answer instead.
 #[tokio::test]

@@ -118,14 +118,14 @@ impl Body for DeadlineBody {
     ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
         let this = self.get_mut();
         if let Some(inner) = this.inner.as_mut() {
-            if let Poll::Ready(frame) = Pin::new(inner).poll_frame(cx) {
+            // The timer first: once the deadline has passed, nothing more of the stream goes out,
+            // even what it has ready.
+            if this.timer.as_mut().poll(cx).is_pending() {
+                let frame = std::task::ready!(Pin::new(inner).poll_frame(cx));
                 if frame.is_none() {
                     this.inner = None;
                 }
                 return Poll::Ready(frame);
-            }
-            if this.timer.as_mut().poll(cx).is_pending() {
-                return Poll::Pending;
             }
             this.inner = None;
             let ending = this.call.ending(&exceeded());

@@ -16,8 +16,10 @@
 //! than the head timeout, so that a connection reused after a pause is still open. A reply
 //! still going out to a slow reader is not a stall (its writes count).
 //!
-//! The same watch carries one more bit the connection's task and its answers share: whether
-//! the connection closes after its next answer (its maximum age passed while it was idle).
+//! The same watch carries two more bits the connection's task and its answers share: whether
+//! the connection closes after its next answer (its maximum age passed while it was idle), and
+//! whether the request being answered has body left unread (its answer then closes the
+//! connection, and says so).
 
 use std::io;
 use std::pin::Pin;
@@ -42,6 +44,8 @@ pub(super) struct HeadWatch {
     heard: AtomicBool,
     /// Set when the connection is to close after its next answer.
     closing: AtomicBool,
+    /// Set while the request being answered has body bytes still unread.
+    unread: AtomicBool,
 }
 
 /// Why a connection was found stalled.
@@ -79,6 +83,18 @@ impl HeadWatch {
     /// Whether answers close the connection.
     pub(super) fn closing(&self) -> bool {
         self.closing.load(Ordering::Relaxed)
+    }
+
+    /// Whether the request being answered still has body bytes unread (`true`), or has been
+    /// read to its end (`false`).
+    pub(super) fn set_unread(&self, unread: bool) {
+        self.unread.store(unread, Ordering::Relaxed);
+    }
+
+    /// Whether the request being answered still has body bytes unread: its answer then closes
+    /// the connection, since the next request would start after bytes nobody read.
+    pub(super) fn unread(&self) -> bool {
+        self.unread.load(Ordering::Relaxed)
     }
 
     /// Whether bytes arrived since the last answer finished.

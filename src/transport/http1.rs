@@ -53,7 +53,7 @@ pub(crate) async fn serve<IO>(
         let watch = Arc::clone(&watch);
         let shared = Arc::clone(&shared);
         move |request| Watching {
-            answer: answer(&shared, connect_info.as_ref(), request),
+            answer: answer(&shared, connect_info.as_ref(), &watch, request),
             answering: Some(watch.head_read()),
         }
     });
@@ -149,6 +149,8 @@ pin_project! {
         stage: Stage,
         #[pin]
         reading_deadline: Option<Sleep>,
+        // The connection's watch, told when the request's body has been read to its end.
+        watch: Arc<HeadWatch>,
     }
 }
 
@@ -235,7 +237,15 @@ impl Future for Answer {
                             }
                             // A body of known length ends with its last byte: hyper has
                             // finished reading it, and asking once more would only learn so.
-                            body.is_end_stream()
+                            let whole = body.is_end_stream();
+                            if whole {
+                                this.watch.set_unread(false);
+                            }
+                            whole
+                        }
+                        Poll::Ready(None) => {
+                            this.watch.set_unread(false);
+                            true
                         }
                         // The deadline passed first: the call starts, and the dispatcher
                         // answers for it.
@@ -312,7 +322,10 @@ impl Future for Watching {
             .answering
             .take()
             .expect("an HTTP/1.1 answer polled after it was given");
-        if answering.watch().closing() {
+        // A request whose body was not read to its end leaves bytes before the next request's
+        // head: hyper closes the connection after this answer, and the client must know not to
+        // send another on it.
+        if answering.watch().closing() || answering.watch().unread() {
             response.headers_mut().insert(
                 http::header::CONNECTION,
                 http::HeaderValue::from_static("close"),
@@ -332,22 +345,28 @@ fn passed(deadline: Pin<&mut Option<Sleep>>, cx: &mut Context<'_>) -> bool {
 fn answer(
     shared: &Arc<ServerState>,
     connect_info: Option<&ConnectInfo>,
+    watch: &Arc<HeadWatch>,
     request: http::Request<Incoming>,
 ) -> Answer {
-    let ready = |response| Answer {
-        stage: Stage::Calling {
-            answer: ResponseFuture::ok(response),
-            call: Call::default(),
-        },
-        reading_deadline: None,
-    };
     let (mut head, body) = request.into_parts();
-    let mut call = match Call::read(&mut head, shared.default_timeout) {
-        Ok(call) => call,
-        Err(refusal) => return ready(*refusal),
+    // Until its end is seen, a request's body counts as unread.
+    watch.set_unread(!body.is_end_stream());
+    let answer = |stage, reading_deadline| Answer {
+        stage,
+        reading_deadline,
+        watch: Arc::clone(watch),
     };
     // Refused at once, but only once the request's body is read: hyper would close the
     // connection under a client still sending it, which then sees a broken pipe, not the answer.
+    let refuse = |body, refusal| {
+        let then = Then::Refuse(refusal);
+        let read = Read::default();
+        answer(Stage::Reading { body, read, then }, None)
+    };
+    let mut call = match Call::read(&mut head, shared.default_timeout) {
+        Ok(call) => call,
+        Err(refusal) => return refuse(body, *refusal),
+    };
     let refusal = match call.wire() {
         // The router's own test, so both transports agree on what gRPC is.
         Some(wire) if wire.protocol == Protocol::Grpc => {
@@ -359,14 +378,7 @@ fn answer(
         _ => None,
     };
     if let Some(refusal) = refusal {
-        return Answer {
-            stage: Stage::Reading {
-                body,
-                read: Read::default(),
-                then: Then::Refuse(refusal),
-            },
-            reading_deadline: None,
-        };
+        return refuse(body, refusal);
     }
     let small = head.method == http::Method::POST
         && http_body::Body::size_hint(&body)
@@ -376,27 +388,65 @@ fn answer(
         let reading_deadline = call
             .deadline()
             .map(|deadline| tokio::time::sleep_until(deadline.instant()));
-        return Answer {
-            stage: Stage::Reading {
-                body,
-                read: Read::default(),
-                then: Then::Call(Waiting {
-                    shared: Arc::clone(shared),
-                    connect_info: connect_info.cloned(),
-                    head,
-                    call,
-                }),
-            },
-            reading_deadline,
-        };
+        let then = Then::Call(Waiting {
+            shared: Arc::clone(shared),
+            connect_info: connect_info.cloned(),
+            head,
+            call,
+        });
+        let read = Read::default();
+        return answer(Stage::Reading { body, read, then }, reading_deadline);
     }
-    let request = http::Request::from_parts(head, RequestBody::new(body));
-    match start_call(shared, connect_info, request, &mut call) {
-        Started::Ready((response, _)) => ready(held_to_deadline(response, &call)),
-        Started::Pending(answer) => Answer {
-            stage: Stage::Calling { answer, call },
-            reading_deadline: None,
+    let body = RequestBody::new(ReadToEnd {
+        body,
+        watch: Arc::clone(watch),
+    });
+    let request = http::Request::from_parts(head, body);
+    let answer_now = match start_call(shared, connect_info, request, &mut call) {
+        Started::Ready((response, _)) => ResponseFuture::ok(held_to_deadline(response, &call)),
+        Started::Pending(pending) => pending,
+    };
+    answer(
+        Stage::Calling {
+            answer: answer_now,
+            call,
         },
+        None,
+    )
+}
+
+pin_project! {
+    /// A request body still arriving, which tells the connection's watch when it has been read
+    /// to its end.
+    struct ReadToEnd {
+        #[pin]
+        body: Incoming,
+        watch: Arc<HeadWatch>,
+    }
+}
+
+impl http_body::Body for ReadToEnd {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, hyper::Error>>> {
+        let mut this = self.project();
+        let frame = std::task::ready!(this.body.as_mut().poll_frame(cx));
+        if frame.is_none() || this.body.is_end_stream() {
+            this.watch.set_unread(false);
+        }
+        Poll::Ready(frame)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
     }
 }
 
