@@ -30,6 +30,7 @@
 #![deny(missing_docs)]
 #![warn(unreachable_pub)]
 
+mod bundled;
 mod extensions;
 mod json;
 mod service;
@@ -77,7 +78,17 @@ fn parse(
     protos: &[impl AsRef<Path>],
     includes: &[impl AsRef<Path>],
 ) -> io::Result<protox::Compiler> {
-    let mut compiler = protox::Compiler::new(includes).map_err(invalid_input)?;
+    // Imports are looked up in the user's include paths first, then among the protos bundled
+    // here, then among protobuf's own well-known types.
+    let mut files = protox::file::ChainFileResolver::new();
+    for include in includes {
+        files.add(protox::file::IncludeFileResolver::new(
+            include.as_ref().to_owned(),
+        ));
+    }
+    files.add(bundled::BundledFiles);
+    files.add(protox::file::GoogleFileResolver::new());
+    let mut compiler = protox::Compiler::with_file_resolver(files);
     compiler
         .include_imports(true)
         .include_source_info(true)
