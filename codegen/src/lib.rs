@@ -33,13 +33,25 @@
 mod bundled;
 mod extensions;
 mod json;
+mod rest;
 mod service;
 
+use std::collections::HashMap;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
 pub use prost_types::FileDescriptorSet;
+
+/// What this repository's fuzz oracles check one step at a time: the parser of
+/// `google.api.http` path templates. Not a stable API, and not for users.
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::rest::template::{
+        MAX_FIELD_DEPTH, MAX_SEGMENTS, MAX_TEMPLATE_LEN, MAX_VARIABLES, ParseError, Segment,
+        Template, Variable, parse,
+    };
+}
 
 /// Compiles `protos` (found relative to `includes`) into `$OUT_DIR/<package>.rs` files holding
 /// messages and fastgrpc services. Shorthand for `configure().compile_protos(..)`.
@@ -216,11 +228,23 @@ impl Builder {
                 }
             }
         }
-        self.compile_fds(compiler.file_descriptor_set())
+        // The `google.api.http` rules, from the encoded set: the decoded one has lost them.
+        let rules = rest::read_rules(&compiler.encode_file_descriptor_set())?;
+        self.generate(compiler.file_descriptor_set(), &rules)
     }
 
-    /// Generates code from an already-parsed descriptor set.
-    pub fn compile_fds(mut self, fds: FileDescriptorSet) -> io::Result<()> {
+    /// Generates code from an already-parsed descriptor set. prost-types' descriptors have no
+    /// extensions, so methods' `google.api.http` rules are not seen here: compile with
+    /// [`compile_protos`](Self::compile_protos) for REST transcoding.
+    pub fn compile_fds(self, fds: FileDescriptorSet) -> io::Result<()> {
+        self.generate(fds, &HashMap::new())
+    }
+
+    fn generate(
+        mut self,
+        fds: FileDescriptorSet,
+        rules: &HashMap<String, rest::HttpRule>,
+    ) -> io::Result<()> {
         if let Some(path) = &self.file_descriptor_set_path {
             std::fs::write(path, prost::Message::encode_to_vec(&fds))?;
         }
@@ -255,10 +279,12 @@ impl Builder {
                     format!("runtime_path: {error}"),
                 )
             })?;
+            let http_rules = rest::generate(&fds, rules)?;
             self.prost
                 .service_generator(Box::new(service::ServerGenerator::new(
                     runtime,
                     std::mem::take(&mut self.spawned_methods),
+                    http_rules,
                 )));
         }
         // Extensions as fields, in what prost-build and the JSON impls see; the descriptor set
