@@ -251,20 +251,21 @@ impl<T> Routes<T> {
             && let Some(colon) = path[start..end].rfind(':')
             && colon > 0
             && start + colon + 1 < end
+            // Compared decoded, as literals are.
+            && let Ok(verb) = percent::decode(&path[start + colon + 1..end], Form::All)
         {
-            let verb = &path[start + colon + 1..end];
-            let mut cut = segments.clone();
-            let last = cut.len() - 1;
-            cut[last].1 = start + colon;
+            let last = segments.len() - 1;
+            segments[last].1 = start + colon;
             let want = Want {
                 path,
-                segments: &cut,
-                verb: Some(verb),
+                segments: &segments,
+                verb: Some(&verb),
                 method,
             };
             if let Some(route) = self.search(0, 0, &want, &mut allowed) {
-                return self.found(route, path, cut);
+                return self.found(route, path, segments);
             }
+            segments[last].1 = end;
         }
         let want = Want {
             path,
@@ -273,7 +274,7 @@ impl<T> Routes<T> {
             method,
         };
         if let Some(route) = self.search(0, 0, &want, &mut allowed) {
-            return self.found(route, path, std::mem::take(&mut segments));
+            return self.found(route, path, segments);
         }
         if allowed.is_empty() {
             Lookup::NotFound
@@ -599,6 +600,15 @@ mod tests {
         assert_eq!(
             find(&routes, http::Method::GET, "/v1/users/a:b"),
             "User id=a:b"
+        );
+        // The verb is compared decoded, as literals are.
+        assert_eq!(
+            find(
+                &routes,
+                http::Method::POST,
+                "/v1/shelves/1/books/2:%61rchive"
+            ),
+            "Archive name=shelves/1/books/2"
         );
         assert_eq!(
             find(
