@@ -53,7 +53,7 @@ fn bind(method: Method, uri: &str, body: &str) -> Result<(&'static Rule, Vec<u8>
                 body.as_bytes(),
                 BindOptions::default(),
             )?;
-            Ok((found.value(), serde_json::to_vec(&json).unwrap()))
+            Ok((found.value(), json))
         }
         Lookup::MethodNotAllowed(allowed) => Err(Status::unimplemented(allowed.join(", "))),
         Lookup::NotFound => Err(Status::not_found(path.to_owned())),

@@ -31,102 +31,98 @@ pub struct BindOptions {
     pub reject_unknown_parameters: bool,
 }
 
-/// The request of a call to `rule`, as a JSON object: `body` as the rule says (empty for no
-/// body), then the path's `bindings`, then `query`'s parameters (the URI's part after `?`).
-/// Every failure is `INVALID_ARGUMENT`, naming the parameter, variable or body at fault.
+/// The request of a call to `rule`, as the text of a JSON object: `body` as the rule says
+/// (empty for no body), the path's `bindings` over it, and `query`'s parameters (the URI's
+/// part after `?`). Every failure is `INVALID_ARGUMENT`, naming the parameter, variable or
+/// body at fault.
 pub fn request_json(
     rule: &Rule,
     bindings: &[Binding<'_, '_>],
     query: Option<&str>,
     body: &[u8],
     options: BindOptions,
-) -> Result<Value, Status> {
+) -> Result<Vec<u8>, Status> {
     let table = rule.request;
-    let mut object = match rule.body {
-        Body::None if !body.is_empty() => {
-            return Err(Status::invalid_argument(format!(
-                "{} {} takes no body",
-                rule.http_method.as_str(),
-                rule.template.text
-            )));
+    if rule.body == Body::None && !body.is_empty() {
+        return Err(Status::invalid_argument(format!(
+            "{} {} takes no body",
+            rule.http_method.as_str(),
+            rule.template.text
+        )));
+    }
+    // What the path and the query set, by field; the body's part is merged in at the end.
+    let mut assigned = Object::default();
+    for binding in bindings {
+        let what = || format!("the path's `{}`", binding.field.join("."));
+        let invalid = |reason| Status::invalid_argument(format!("{}: {reason}", what()));
+        let path = resolve(table, binding.field.iter().map(|name| &**name))
+            .map_err(invalid)?
+            .ok_or_else(|| no_field(table, &binding.field.join(".")))?;
+        let value = value_of(path.last(), &binding.value).map_err(invalid)?;
+        assigned.set(path.fields(), value).map_err(invalid)?;
+    }
+    if let Some(query) = query {
+        for QueryParam { name, value: text } in parse_query(query)? {
+            let invalid = |reason: String| {
+                Status::invalid_argument(format!("query parameter `{name}`: {reason}"))
+            };
+            let Some(path) = resolve(table, name.split('.')).map_err(invalid)? else {
+                if options.reject_unknown_parameters {
+                    return Err(invalid(format!("{} has no such field", table.message)));
+                }
+                continue;
+            };
+            let fields = path.fields();
+            let bound_by_path = bindings.iter().any(|binding| {
+                binding.field.len() == fields.len()
+                    && binding
+                        .field
+                        .iter()
+                        .zip(fields)
+                        .all(|(name, field)| **name == *field.name)
+            });
+            if bound_by_path {
+                return Err(invalid("the path sets this field".to_owned()));
+            }
+            match rule.body {
+                Body::All => return Err(invalid("the body carries every field".to_owned())),
+                Body::Field(body) if fields[0].name == body => {
+                    return Err(invalid("the body carries this field".to_owned()));
+                }
+                _ => {}
+            }
+            let value = value_of(path.last(), &text).map_err(invalid)?;
+            assigned.set(fields, value).map_err(invalid)?;
         }
-        Body::None => Map::new(),
-        Body::All if body.is_empty() => Map::new(),
+    }
+    let body_object = match rule.body {
+        Body::None => None,
+        Body::All if body.is_empty() => None,
         Body::All => match parse_body(body)? {
-            Value::Object(object) => object,
+            Value::Object(object) => Some(object),
             _ => return Err(Status::invalid_argument("the body is not a JSON object")),
         },
+        Body::Field(_) if body.is_empty() => None,
         Body::Field(name) => {
+            let field = table.field(name).ok_or_else(|| no_field(table, name))?;
             let mut object = Map::new();
-            if !body.is_empty() {
-                let field = table.field(name).ok_or_else(|| no_field(table, name))?;
-                object.insert(field.json_name.to_owned(), parse_body(body)?);
-            }
-            object
+            object.insert(field.json_name.to_owned(), parse_body(body)?);
+            Some(object)
         }
     };
-    for binding in bindings {
-        let fields = binding
-            .field
-            .iter()
-            .try_fold((table, Vec::new()), |(table, mut fields), name| {
-                let field = table.field(name).ok_or_else(|| no_field(table, name))?;
-                fields.push(field);
-                let next = match field.kind {
-                    FieldKind::Message(next) => next,
-                    _ => table,
-                };
-                Ok::<_, Status>((next, fields))
-            })?
-            .1;
-        let what = || format!("the path's `{}`", binding.field.join("."));
-        let value = value_of(fields[fields.len() - 1], &binding.value)
-            .map_err(|reason| Status::invalid_argument(format!("{}: {reason}", what())))?;
-        *slot(&mut object, &fields)
-            .map_err(|reason| Status::invalid_argument(format!("{}: {reason}", what())))? = value;
-    }
-    let Some(query) = query else {
-        return Ok(Value::Object(object));
+    let mut json = Vec::with_capacity(body.len() + 128);
+    let written = match body_object {
+        // The common case, a request from the path and the query alone: no map is built.
+        None => assigned.write(&mut json),
+        Some(mut object) => {
+            assigned
+                .merge_into(&mut object)
+                .map_err(Status::invalid_argument)?;
+            serde_json::to_writer(&mut json, &object)
+        }
     };
-    for QueryParam { name, value: text } in parse_query(query)? {
-        let invalid = |reason: String| {
-            Status::invalid_argument(format!("query parameter `{name}`: {reason}"))
-        };
-        let Some(fields) = resolve(table, &name).map_err(invalid)? else {
-            if options.reject_unknown_parameters {
-                return Err(invalid(format!("{} has no such field", table.message)));
-            }
-            continue;
-        };
-        let bound_by_path = bindings.iter().any(|binding| {
-            binding.field.len() == fields.len()
-                && binding
-                    .field
-                    .iter()
-                    .zip(&fields)
-                    .all(|(name, field)| **name == *field.name)
-        });
-        if bound_by_path {
-            return Err(invalid("the path sets this field".to_owned()));
-        }
-        match rule.body {
-            Body::All => return Err(invalid("the body carries every field".to_owned())),
-            Body::Field(body) if fields[0].name == body => {
-                return Err(invalid("the body carries this field".to_owned()));
-            }
-            _ => {}
-        }
-        let field = fields[fields.len() - 1];
-        let value = value_of(field, &text).map_err(invalid)?;
-        let slot = slot(&mut object, &fields).map_err(invalid)?;
-        match slot {
-            Value::Null if field.repeated => *slot = Value::Array(vec![value]),
-            Value::Array(values) if field.repeated => values.push(value),
-            Value::Null => *slot = value,
-            _ => return Err(invalid("given more than once".to_owned())),
-        }
-    }
-    Ok(Value::Object(object))
+    written.map_err(|error| Status::internal(format!("writing the request's JSON: {error}")))?;
+    Ok(json)
 }
 
 fn parse_body(body: &[u8]) -> Result<Value, Status> {
@@ -134,13 +130,145 @@ fn parse_body(body: &[u8]) -> Result<Value, Status> {
         .map_err(|error| Status::invalid_argument(format!("the body is not valid JSON: {error}")))
 }
 
-/// The fields a path or query names, from `table` down (`page.size`: `page`, then `size`),
-/// each by its proto or JSON name; `None` if one names no field.
-fn resolve(table: &FieldTable, name: &str) -> Result<Option<Vec<&'static Field>>, String> {
-    let mut fields: Vec<&'static Field> = Vec::new();
+/// What the path and the query set of a message: each field once, in the order first set.
+#[derive(Default)]
+struct Object {
+    members: Vec<(&'static Field, Member)>,
+}
+
+enum Member {
+    Value(Value),
+    List(Vec<Value>),
+    Object(Object),
+}
+
+impl Object {
+    /// Sets the last of `fields` (the others are the messages on the way) to `value`, or adds
+    /// it to the field's list. A field that is not repeated is set once.
+    fn set(&mut self, fields: &[&'static Field], value: Value) -> Result<(), String> {
+        let (&first, rest) = fields.split_first().expect("a field path is never empty");
+        let at = match self
+            .members
+            .iter()
+            .position(|(field, _)| std::ptr::eq(*field, first))
+        {
+            Some(at) => at,
+            None => {
+                let member = match rest.is_empty() {
+                    false => Member::Object(Object::default()),
+                    true if first.repeated => Member::List(Vec::new()),
+                    true => {
+                        self.members.push((first, Member::Value(value)));
+                        return Ok(());
+                    }
+                };
+                self.members.push((first, member));
+                self.members.len() - 1
+            }
+        };
+        match &mut self.members[at].1 {
+            Member::Object(object) if !rest.is_empty() => object.set(rest, value),
+            Member::List(values) => {
+                values.push(value);
+                Ok(())
+            }
+            _ => Err("given more than once".to_owned()),
+        }
+    }
+
+    /// Writes the fields set as a JSON object, by their JSON names.
+    fn write(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        out.push(b'{');
+        for (index, (field, member)) in self.members.iter().enumerate() {
+            if index > 0 {
+                out.push(b',');
+            }
+            serde_json::to_writer(&mut *out, field.json_name)?;
+            out.push(b':');
+            match member {
+                Member::Value(value) => serde_json::to_writer(&mut *out, value)?,
+                Member::List(values) => serde_json::to_writer(&mut *out, values)?,
+                Member::Object(object) => object.write(out)?,
+            }
+        }
+        out.push(b'}');
+        Ok(())
+    }
+
+    /// Sets the fields in `object`, a body's, over what it says of them. A field the body
+    /// names by its proto name is moved to its JSON name, so that the object names each
+    /// field once.
+    fn merge_into(self, object: &mut Map<String, Value>) -> Result<(), String> {
+        for (field, member) in self.members {
+            let moved = match field.name != field.json_name {
+                true => object.remove(field.name),
+                false => None,
+            };
+            let slot = object
+                .entry(field.json_name)
+                .or_insert(moved.unwrap_or(Value::Null));
+            match member {
+                Member::Value(value) => *slot = value,
+                Member::List(values) => *slot = Value::Array(values),
+                Member::Object(inner) => {
+                    if slot.is_null() {
+                        *slot = Value::Object(Map::new());
+                    }
+                    let Value::Object(slot) = slot else {
+                        return Err(format!("the body's `{}` is not an object", field.json_name));
+                    };
+                    inner.merge_into(slot)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The most names a field path may chain (`page.size` has 2).
+const MAX_PATH_DEPTH: usize = 16;
+
+/// The fields a path or query names, outermost first; kept in place, since a request has a
+/// field path per parameter.
+struct FieldPath {
+    fields: [&'static Field; MAX_PATH_DEPTH],
+    len: usize,
+}
+
+impl FieldPath {
+    fn fields(&self) -> &[&'static Field] {
+        &self.fields[..self.len]
+    }
+
+    fn last(&self) -> &'static Field {
+        self.fields[self.len - 1]
+    }
+}
+
+/// What fills a [`FieldPath`]'s unused places.
+static NO_FIELD: Field = Field {
+    name: "",
+    json_name: "",
+    kind: FieldKind::Unsupported,
+    repeated: false,
+};
+
+/// The fields `names` name, from `table` down (`page`, then `size`), each by its proto or
+/// JSON name; `None` if one names no field.
+fn resolve<'n>(
+    table: &FieldTable,
+    names: impl Iterator<Item = &'n str>,
+) -> Result<Option<FieldPath>, String> {
+    let mut path = FieldPath {
+        fields: [&NO_FIELD; MAX_PATH_DEPTH],
+        len: 0,
+    };
     let mut table = table;
-    for part in name.split('.') {
-        if let Some(parent) = fields.last() {
+    for part in names {
+        if path.len == MAX_PATH_DEPTH {
+            return Err(format!("names more than {MAX_PATH_DEPTH} nested fields"));
+        }
+        if let Some(parent) = path.fields().last() {
             match parent.kind {
                 FieldKind::Message(_) if parent.repeated => {
                     return Err(format!(
@@ -155,45 +283,10 @@ fn resolve(table: &FieldTable, name: &str) -> Result<Option<Vec<&'static Field>>
         let Some(field) = table.field(part) else {
             return Ok(None);
         };
-        fields.push(field);
+        path.fields[path.len] = field;
+        path.len += 1;
     }
-    Ok(Some(fields))
-}
-
-/// Where the last of `fields` goes in `object`, the objects on the way made if they are
-/// missing or `null`. A field named by its proto name in a body is moved to its JSON name,
-/// so that the object names each field once.
-fn slot<'o>(
-    object: &'o mut Map<String, Value>,
-    fields: &[&Field],
-) -> Result<&'o mut Value, String> {
-    let (last, parents) = fields.split_last().expect("a field path is never empty");
-    let mut object = object;
-    for parent in parents {
-        let value = member(object, parent);
-        if value.is_null() {
-            *value = Value::Object(Map::new());
-        }
-        object = match value {
-            Value::Object(inner) => inner,
-            _ => {
-                return Err(format!(
-                    "the body's `{}` is not an object",
-                    parent.json_name
-                ));
-            }
-        };
-    }
-    Ok(member(object, last))
-}
-
-fn member<'o>(object: &'o mut Map<String, Value>, field: &Field) -> &'o mut Value {
-    if field.name != field.json_name
-        && let Some(value) = object.remove(field.name)
-    {
-        object.entry(field.json_name).or_insert(value);
-    }
-    object.entry(field.json_name).or_insert(Value::Null)
+    Ok((path.len > 0).then_some(path))
 }
 
 fn no_field(table: &FieldTable, name: &str) -> Status {
@@ -392,6 +485,7 @@ mod tests {
             body.as_bytes(),
             BindOptions::default(),
         )
+        .map(|json| serde_json::from_slice(&json).expect("the request's JSON parses"))
     }
 
     fn names(path: &str) -> Box<[Box<str>]> {
@@ -521,6 +615,18 @@ mod tests {
             json,
             serde_json::json!({"book": {"name": "b/1", "title": "T"}, "verbose": true})
         );
+        // Without a body, the path's and the query's fields make one object.
+        let json = bind(
+            Body::None,
+            &[(&book_name, "b/1")],
+            "book.title=T&ids=1&verbose=true&ids=2",
+            "",
+        )
+        .unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"book": {"name": "b/1", "title": "T"}, "ids": [1, 2], "verbose": true})
+        );
         // The path's field by its JSON name in the body is moved, not doubled.
         let display = names("display_name");
         let json = bind(
@@ -562,10 +668,7 @@ mod tests {
         );
         let book_name = names("book.name");
         let not_object = bind(Body::Field("book"), &[(&book_name, "n")], "", "5").unwrap_err();
-        assert_eq!(
-            not_object.message(),
-            "the path's `book.name`: the body's `book` is not an object"
-        );
+        assert_eq!(not_object.message(), "the body's `book` is not an object");
         assert_eq!(bind(Body::All, &[], "", "").unwrap(), serde_json::json!({}));
         assert_eq!(
             bind(Body::Field("ids"), &[], "", "[1, 2]").unwrap(),

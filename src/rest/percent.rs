@@ -42,13 +42,16 @@ impl PercentError {
 /// `text` decoded in `form`.
 pub(crate) fn decode(text: &str, form: Form) -> Result<Cow<'_, str>, PercentError> {
     let plus_is_space = form == Form::Query;
-    if !text
-        .bytes()
-        .any(|byte| byte == b'%' || (plus_is_space && byte == b'+'))
-    {
+    let bytes = text.as_bytes();
+    // Most text has nothing to decode: one fast scan says so.
+    let plain = if plus_is_space {
+        !bytes.iter().any(|&byte| byte == b'%' || byte == b'+')
+    } else {
+        !bytes.contains(&b'%')
+    };
+    if plain {
         return Ok(Cow::Borrowed(text));
     }
-    let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut at = 0;
     while at < bytes.len() {

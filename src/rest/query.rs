@@ -35,9 +35,18 @@ pub fn parse_query(query: &str) -> Result<Vec<QueryParam<'_>>, Status> {
             "the query string is longer than {MAX_QUERY_LEN} bytes"
         )));
     }
-    let mut params = Vec::new();
-    for piece in query.split('&') {
-        let (name, value) = piece.split_once('=').unwrap_or((piece, ""));
+    let mut params = Vec::with_capacity(8);
+    // Plain loops over the bytes: `&` and `=` are ASCII, and for pieces this short they cost
+    // a fraction of `str::split`'s searchers.
+    let mut start = 0;
+    while start <= query.len() {
+        let end = find(&query.as_bytes()[start..], b'&').map_or(query.len(), |at| start + at);
+        let piece = &query[start..end];
+        start = end + 1;
+        let (name, value) = match find(piece.as_bytes(), b'=') {
+            Some(at) => (&piece[..at], &piece[at + 1..]),
+            None => (piece, ""),
+        };
         if name.is_empty() {
             continue;
         }
@@ -55,6 +64,10 @@ pub fn parse_query(query: &str) -> Result<Vec<QueryParam<'_>>, Status> {
         params.push(QueryParam { name, value });
     }
     Ok(params)
+}
+
+fn find(bytes: &[u8], byte: u8) -> Option<usize> {
+    bytes.iter().position(|&candidate| candidate == byte)
 }
 
 #[cfg(test)]

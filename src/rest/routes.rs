@@ -18,6 +18,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use tonic::Status;
 
@@ -37,7 +38,7 @@ pub struct Routes<T> {
 
 #[derive(Default)]
 struct Node {
-    literals: HashMap<Box<str>, usize>,
+    literals: HashMap<Box<str>, usize, BuildHasherDefault<Fnv>>,
     any: Option<usize>,
     /// The routes whose templates end at this node.
     ends: Vec<End>,
@@ -110,8 +111,17 @@ pub enum Lookup<'r, 'p, T> {
 pub struct Found<'r, 'p, T> {
     route: &'r Route<T>,
     path: &'p str,
-    /// Where each segment of the path is (the verb cut off the last one).
-    segments: Vec<(usize, usize)>,
+    /// The segments of the path (the verb cut off the last one).
+    segments: Vec<Span>,
+}
+
+/// Where a segment of a request's path is, and whether it holds a `%` (so that only those
+/// are decoded to be compared with literals).
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    start: usize,
+    end: usize,
+    escaped: bool,
 }
 
 /// A path variable's value, for the field it binds.
@@ -247,7 +257,7 @@ impl<T> Routes<T> {
         };
         let mut allowed = Vec::new();
         // First as segments and a verb, if the last segment has one.
-        if let Some(&(start, end)) = segments.last()
+        if let Some(&Span { start, end, .. }) = segments.last()
             && let Some(colon) = path[start..end].rfind(':')
             && colon > 0
             && start + colon + 1 < end
@@ -255,7 +265,7 @@ impl<T> Routes<T> {
             && let Ok(verb) = percent::decode(&path[start + colon + 1..end], Form::All)
         {
             let last = segments.len() - 1;
-            segments[last].1 = start + colon;
+            segments[last].end = start + colon;
             let want = Want {
                 path,
                 segments: &segments,
@@ -265,7 +275,7 @@ impl<T> Routes<T> {
             if let Some(route) = self.search(0, 0, &want, &mut allowed) {
                 return self.found(route, path, segments);
             }
-            segments[last].1 = end;
+            segments[last].end = end;
         }
         let want = Want {
             path,
@@ -289,7 +299,7 @@ impl<T> Routes<T> {
         &'r self,
         route: usize,
         path: &'p str,
-        segments: Vec<(usize, usize)>,
+        segments: Vec<Span>,
     ) -> Lookup<'r, 'p, T> {
         Lookup::Found(Found {
             route: &self.routes[route],
@@ -314,10 +324,15 @@ impl<T> Routes<T> {
                 return Some(route);
             }
         } else {
-            let segment = want.segment(depth);
+            let span = want.segments[depth];
+            let segment = &want.path[span.start..span.end];
+            let literal = match span.escaped {
+                false => Ok(Cow::Borrowed(segment)),
+                true => percent::decode(segment, Form::All),
+            };
             if !node.literals.is_empty()
-                && let Ok(decoded) = percent::decode(segment, Form::All)
-                && let Some(&child) = node.literals.get(&*decoded)
+                && let Ok(literal) = literal
+                && let Some(&child) = node.literals.get(&*literal)
                 && let Some(route) = self.search(child, depth + 1, want, allowed)
             {
                 return Some(route);
@@ -343,20 +358,39 @@ impl<T> fmt::Debug for Routes<T> {
     }
 }
 
+/// FNV-1a, for the literal maps: a segment is a few bytes, which SipHash takes four times as
+/// long over. Its weakness to chosen keys does not matter here: the maps are filled from the
+/// rules, and a request's segment only looks one up, so it cannot lengthen a probe.
+#[derive(Default)]
+struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut hash = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for &byte in bytes {
+            hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = hash;
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
 /// What a lookup looks for.
 struct Want<'w> {
     path: &'w str,
-    segments: &'w [(usize, usize)],
+    segments: &'w [Span],
     verb: Option<&'w str>,
     method: &'w http::Method,
 }
 
 impl Want<'_> {
-    fn segment(&self, index: usize) -> &str {
-        let (start, end) = self.segments[index];
-        &self.path[start..end]
-    }
-
     /// The first of `ends` with the verb and method wanted.
     fn pick(&self, ends: &[End], allowed: &mut Vec<&'static str>) -> Option<usize> {
         for end in ends.iter().filter(|end| end.verb.as_deref() == self.verb) {
@@ -371,20 +405,34 @@ impl Want<'_> {
 
 /// Where each segment of `path` is: none for `/`; `None` if the path does not start with a
 /// `/` or has more than [`MAX_PATH_SEGMENTS`].
-fn split(path: &str) -> Option<Vec<(usize, usize)>> {
+fn split(path: &str) -> Option<Vec<Span>> {
     let rest = path.strip_prefix('/')?;
     if rest.is_empty() {
         return Some(Vec::new());
     }
     let mut segments = Vec::with_capacity(8);
-    let mut start = 1;
-    for (at, byte) in rest.bytes().enumerate() {
-        if byte == b'/' {
-            segments.push((start, at + 1));
-            start = at + 2;
+    let mut span = Span {
+        start: 1,
+        end: 1,
+        escaped: false,
+    };
+    for byte in rest.bytes() {
+        match byte {
+            b'/' => {
+                segments.push(span);
+                span = Span {
+                    start: span.end + 1,
+                    end: span.end + 1,
+                    escaped: false,
+                };
+                continue;
+            }
+            b'%' => span.escaped = true,
+            _ => {}
         }
+        span.end += 1;
     }
-    segments.push((start, path.len()));
+    segments.push(span);
     (segments.len() <= MAX_PATH_SEGMENTS).then_some(segments)
 }
 
@@ -410,7 +458,7 @@ impl<'r, 'p, T> Found<'r, 'p, T> {
                 let raw = if variable.start >= end {
                     ""
                 } else {
-                    &self.path[self.segments[variable.start].0..self.segments[end - 1].1]
+                    &self.path[self.segments[variable.start].start..self.segments[end - 1].end]
                 };
                 let form = if variable.multi_segment {
                     Form::KeepSlashes
