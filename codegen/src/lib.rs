@@ -9,6 +9,14 @@
 //! that message, so that it is kept in binary and written as `"[full.name]"` in JSON (prost
 //! itself has no extensions).
 //!
+//! `google.api.http` annotations: googleapis' `google/api/annotations.proto`, `http.proto`,
+//! `httpbody.proto` and `google/rpc/status.proto` (with `code.proto` and
+//! `error_details.proto`) ship with this crate and are found after the include paths, so a
+//! proto imports them with nothing vendored. Each annotated method's rules are checked (the
+//! fields they name exist and a path binds only singular primitive fields, no body on GET or
+//! DELETE, no two rules that match the same requests; a failure is a build error naming the
+//! method) and generated as the server's table for REST transcoding.
+//!
 //! The well-known types (`google.protobuf.Timestamp`, ...) are those of `fastgrpc::types`,
 //! which have their special JSON forms; a method taking or returning `google.protobuf.Empty`
 //! takes or returns `()`, as with tonic.

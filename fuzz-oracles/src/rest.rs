@@ -147,13 +147,12 @@ pub fn rest_query(data: &[u8]) {
         return;
     };
     let (head, body) = text.split_once('\n').unwrap_or((text, ""));
-    let (method, target) = match head.split_once(' ') {
-        Some((method, target)) if method.bytes().all(|byte| byte.is_ascii_uppercase()) => (
-            http::Method::from_bytes(method.as_bytes()).expect("a token"),
-            target,
-        ),
-        _ => (http::Method::GET, head),
-    };
+    let word = head.split_once(' ').and_then(|(method, target)| {
+        let upper = method.bytes().all(|byte| byte.is_ascii_uppercase());
+        let method = http::Method::from_bytes(method.as_bytes()).ok()?;
+        upper.then_some((method, target))
+    });
+    let (method, target) = word.unwrap_or((http::Method::GET, head));
     let (path, query) = match target.split_once('?') {
         Some((path, query)) => (path, Some(query)),
         None => (target, None),
