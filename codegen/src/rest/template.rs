@@ -355,16 +355,19 @@ mod tests {
     #[test]
     fn the_issues_templates_parse() {
         use Segment::{Any, Rest};
+        let book = || {
+            vec![
+                literal("v1"),
+                literal("shelves"),
+                Any,
+                literal("books"),
+                Any,
+            ]
+        };
         let cases = [
             (
                 "/v1/{name=shelves/*/books/*}",
-                vec![
-                    literal("v1"),
-                    literal("shelves"),
-                    Any,
-                    literal("books"),
-                    Any,
-                ],
+                book(),
                 vec![variable(&["name"], 1, 5)],
                 None,
             ),
@@ -376,25 +379,13 @@ mod tests {
             ),
             (
                 "/v1/{book.name=shelves/*/books/*}",
-                vec![
-                    literal("v1"),
-                    literal("shelves"),
-                    Any,
-                    literal("books"),
-                    Any,
-                ],
+                book(),
                 vec![variable(&["book", "name"], 1, 5)],
                 None,
             ),
             (
                 "/v1/{name=shelves/*/books/*}:archive",
-                vec![
-                    literal("v1"),
-                    literal("shelves"),
-                    Any,
-                    literal("books"),
-                    Any,
-                ],
+                book(),
                 vec![variable(&["name"], 1, 5)],
                 Some("archive".to_owned()),
             ),
