@@ -54,8 +54,6 @@ impl jsontest::json_test_server::JsonTest for JsonEcho {
 /// protos `fastgrpc-build` bundles.
 pub mod google {
     /// `google.api`.
-    // The comments of googleapis' protos, made doc comments, are not the Markdown clippy reads.
-    #[allow(clippy::doc_lazy_continuation, clippy::doc_overindented_list_items)]
     pub mod api {
         include!(concat!(env!("OUT_DIR"), "/google.api.rs"));
     }

@@ -10,6 +10,9 @@
 use protox::Error;
 use protox::file::{File, FileResolver};
 
+/// The packages of the bundled files, as prost-build names them.
+pub(crate) const PACKAGES: &[&str] = &[".google.api", ".google.rpc"];
+
 /// Each bundled file: its import name and its text.
 const FILES: &[(&str, &str)] = &[
     (

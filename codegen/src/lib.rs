@@ -72,8 +72,12 @@ pub fn compile_protos(
 
 /// A [`Builder`] with defaults: services generated, output to `$OUT_DIR`.
 pub fn configure() -> Builder {
+    let mut prost = prost_build::Config::new();
+    // googleapis' comments are not written as Rust docs: their indented examples would become
+    // failing doc tests of the user's crate, and rustdoc and clippy misread their lists.
+    prost.disable_comments(bundled::PACKAGES);
     Builder {
-        prost: prost_build::Config::new(),
+        prost,
         build_server: true,
         spawned_methods: Vec::new(),
         runtime_path: "::fastgrpc".to_owned(),
