@@ -10,6 +10,7 @@ const PROTOS: &[&str] = &[
     "grpc/testing/test.proto",
     "jsontest/jsontest.proto",
     "jsontest/proto2.proto",
+    "transcoding/v1/echo.proto",
 ];
 
 fn main() -> std::io::Result<()> {

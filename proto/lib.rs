@@ -50,6 +50,23 @@ impl jsontest::json_test_server::JsonTest for JsonEcho {
     }
 }
 
+/// googleapis' types that `transcoding/v1/echo.proto` uses (`google.api.HttpBody`), from the
+/// protos `fastgrpc-build` bundles.
+pub mod google {
+    /// `google.api`.
+    pub mod api {
+        include!(concat!(env!("OUT_DIR"), "/google.api.rs"));
+    }
+}
+
+/// `transcoding/v1/echo.proto`: a service with every kind of `google.api.http` binding.
+pub mod transcoding {
+    /// Version 1.
+    pub mod v1 {
+        include!(concat!(env!("OUT_DIR"), "/transcoding.v1.rs"));
+    }
+}
+
 /// The same protos as tonic generates them: its clients, and its servers as a peer.
 pub mod tonic_pb {
     /// `helloworld.proto`, by tonic.

@@ -41,3 +41,12 @@ pub mod json {
     };
 }
 pub use tonic::{Request, Response, Status};
+
+/// What the `google.api.http` rules `fastgrpc-build` generates for a service are made of: the
+/// rules, their parsed path templates, and the request messages' field tables.
+pub mod rest {
+    pub use crate::rest::{
+        Body, EnumValues, Field, FieldKind, FieldTable, HttpMethod, Rule, Segment, Template,
+        Variable,
+    };
+}

@@ -57,3 +57,12 @@ pub mod frame {
 pub mod hpack {
     pub use crate::http2::hpack::{CompressionError, Decoded, Decoder, Encoder, Indexing};
 }
+
+/// REST transcoding's steps: the matcher of paths, the query parser and the binding of a
+/// request's path, query and body into its JSON object.
+pub mod rest {
+    pub use crate::rest::{
+        BindOptions, Binding, Found, Lookup, MAX_PATH_SEGMENTS, MAX_QUERY_LEN, MAX_QUERY_PARAMS,
+        QueryParam, RouteError, Routes, TemplateError, parse_query, request_json,
+    };
+}

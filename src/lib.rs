@@ -19,6 +19,7 @@ mod metadata;
 mod metrics;
 mod observe;
 mod protocol;
+mod rest;
 mod server;
 pub mod service;
 mod spare_maps;

@@ -1,6 +1,6 @@
 //! What a call does, above the connection that carries it: unary and streaming calls,
 //! deadlines, compression, gRPC-Web, middleware and interceptors, tonic services and clients,
-//! the interop cases, metrics, `map_async`.
+//! the interop cases, metrics, `map_async`; REST transcoding's matching and binding.
 
 mod compression;
 mod connect;
@@ -11,6 +11,7 @@ mod map_async_props;
 mod metrics;
 mod middleware;
 mod protojson;
+mod rest;
 mod streaming;
 mod tonic_compat;
 mod unary;

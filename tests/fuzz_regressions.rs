@@ -74,3 +74,13 @@ fn hpack_decode_corpus() {
 fn http2_connection_corpus() {
     replay("http2_connection", oracles::http2_connection);
 }
+
+#[test]
+fn rest_template() {
+    replay("rest_template", oracles::rest_template);
+}
+
+#[test]
+fn rest_query() {
+    replay("rest_query", oracles::rest_query);
+}

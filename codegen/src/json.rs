@@ -149,14 +149,14 @@ fn register_function(messages: &[(String, String)], runtime: &str) -> String {
 }
 
 /// Every message and enum of the descriptor set, by full name (`.package.Outer.Inner`).
-struct Types<'a> {
-    messages: HashMap<String, &'a DescriptorProto>,
+pub(crate) struct Types<'a> {
+    pub(crate) messages: HashMap<String, &'a DescriptorProto>,
     /// Enums, with whether each is open (declared in a proto3 file).
-    enums: HashMap<String, bool>,
+    pub(crate) enums: HashMap<String, (&'a EnumDescriptorProto, bool)>,
 }
 
 impl<'a> Types<'a> {
-    fn new(fds: &'a FileDescriptorSet) -> Self {
+    pub(crate) fn new(fds: &'a FileDescriptorSet) -> Self {
         let mut types = Types {
             messages: HashMap::new(),
             enums: HashMap::new(),
@@ -165,9 +165,10 @@ impl<'a> Types<'a> {
             let open = file.syntax() == "proto3";
             let scope = package_scope(file.package());
             for enumeration in &file.enum_type {
-                types
-                    .enums
-                    .insert(format!("{scope}.{}", enumeration.name()), open);
+                types.enums.insert(
+                    format!("{scope}.{}", enumeration.name()),
+                    (enumeration, open),
+                );
             }
             for message in &file.message_type {
                 types.add_message(&scope, message, open);
@@ -179,8 +180,10 @@ impl<'a> Types<'a> {
     fn add_message(&mut self, scope: &str, message: &'a DescriptorProto, open: bool) {
         let name = format!("{scope}.{}", message.name());
         for enumeration in &message.enum_type {
-            self.enums
-                .insert(format!("{name}.{}", enumeration.name()), open);
+            self.enums.insert(
+                format!("{name}.{}", enumeration.name()),
+                (enumeration, open),
+            );
         }
         for nested in &message.nested_type {
             self.add_message(&name, nested, open);
@@ -189,7 +192,7 @@ impl<'a> Types<'a> {
     }
 
     /// The key and value fields of the map entry type `type_name`, if it is one.
-    fn map_entry(
+    pub(crate) fn map_entry(
         &self,
         type_name: &str,
     ) -> Option<(&'a FieldDescriptorProto, &'a FieldDescriptorProto)> {
@@ -294,7 +297,7 @@ fn rust_camel(name: &str) -> String {
 }
 
 /// protobuf's default JSON name of a field: lowerCamelCase of its name.
-fn default_json_name(name: &str) -> String {
+pub(crate) fn default_json_name(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
     let mut upper = false;
     for c in name.chars() {

@@ -9,6 +9,14 @@
 //! that message, so that it is kept in binary and written as `"[full.name]"` in JSON (prost
 //! itself has no extensions).
 //!
+//! `google.api.http` annotations: googleapis' `google/api/annotations.proto`, `http.proto`,
+//! `httpbody.proto` and `google/rpc/status.proto` (with `code.proto` and
+//! `error_details.proto`) ship with this crate and are found after the include paths, so a
+//! proto imports them with nothing vendored. Each annotated method's rules are checked (the
+//! fields they name exist and a path binds only singular primitive fields, no body on GET or
+//! DELETE, no two rules that match the same requests; a failure is a build error naming the
+//! method) and generated as the server's table for REST transcoding.
+//!
 //! The well-known types (`google.protobuf.Timestamp`, ...) are those of `fastgrpc::types`,
 //! which have their special JSON forms; a method taking or returning `google.protobuf.Empty`
 //! takes or returns `()`, as with tonic.
@@ -30,15 +38,28 @@
 #![deny(missing_docs)]
 #![warn(unreachable_pub)]
 
+mod bundled;
 mod extensions;
 mod json;
+mod rest;
 mod service;
 
+use std::collections::HashMap;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
 pub use prost_types::FileDescriptorSet;
+
+/// What this repository's fuzz oracles check one step at a time: the parser of
+/// `google.api.http` path templates. Not a stable API, and not for users.
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::rest::template::{
+        MAX_FIELD_DEPTH, MAX_SEGMENTS, MAX_TEMPLATE_LEN, MAX_VARIABLES, ParseError, Segment,
+        Template, Variable, parse,
+    };
+}
 
 /// Compiles `protos` (found relative to `includes`) into `$OUT_DIR/<package>.rs` files holding
 /// messages and fastgrpc services. Shorthand for `configure().compile_protos(..)`.
@@ -51,8 +72,12 @@ pub fn compile_protos(
 
 /// A [`Builder`] with defaults: services generated, output to `$OUT_DIR`.
 pub fn configure() -> Builder {
+    let mut prost = prost_build::Config::new();
+    // googleapis' comments are not written as Rust docs: their indented examples would become
+    // failing doc tests of the user's crate, and rustdoc and clippy misread their lists.
+    prost.disable_comments(bundled::PACKAGES);
     Builder {
-        prost: prost_build::Config::new(),
+        prost,
         build_server: true,
         spawned_methods: Vec::new(),
         runtime_path: "::fastgrpc".to_owned(),
@@ -77,7 +102,17 @@ fn parse(
     protos: &[impl AsRef<Path>],
     includes: &[impl AsRef<Path>],
 ) -> io::Result<protox::Compiler> {
-    let mut compiler = protox::Compiler::new(includes).map_err(invalid_input)?;
+    // Imports are looked up in the user's include paths first, then among the protos bundled
+    // here, then among protobuf's own well-known types.
+    let mut files = protox::file::ChainFileResolver::new();
+    for include in includes {
+        files.add(protox::file::IncludeFileResolver::new(
+            include.as_ref().to_owned(),
+        ));
+    }
+    files.add(bundled::BundledFiles);
+    files.add(protox::file::GoogleFileResolver::new());
+    let mut compiler = protox::Compiler::with_file_resolver(files);
     compiler
         .include_imports(true)
         .include_source_info(true)
@@ -205,11 +240,23 @@ impl Builder {
                 }
             }
         }
-        self.compile_fds(compiler.file_descriptor_set())
+        // The `google.api.http` rules, from the encoded set: the decoded one has lost them.
+        let rules = rest::read_rules(&compiler.encode_file_descriptor_set())?;
+        self.generate(compiler.file_descriptor_set(), &rules)
     }
 
-    /// Generates code from an already-parsed descriptor set.
-    pub fn compile_fds(mut self, fds: FileDescriptorSet) -> io::Result<()> {
+    /// Generates code from an already-parsed descriptor set. prost-types' descriptors have no
+    /// extensions, so methods' `google.api.http` rules are not seen here: compile with
+    /// [`compile_protos`](Self::compile_protos) for REST transcoding.
+    pub fn compile_fds(self, fds: FileDescriptorSet) -> io::Result<()> {
+        self.generate(fds, &HashMap::new())
+    }
+
+    fn generate(
+        mut self,
+        fds: FileDescriptorSet,
+        rules: &HashMap<String, rest::HttpRule>,
+    ) -> io::Result<()> {
         if let Some(path) = &self.file_descriptor_set_path {
             std::fs::write(path, prost::Message::encode_to_vec(&fds))?;
         }
@@ -244,10 +291,12 @@ impl Builder {
                     format!("runtime_path: {error}"),
                 )
             })?;
+            let http_rules = rest::generate(&fds, rules)?;
             self.prost
                 .service_generator(Box::new(service::ServerGenerator::new(
                     runtime,
                     std::mem::take(&mut self.spawned_methods),
+                    http_rules,
                 )));
         }
         // Extensions as fields, in what prost-build and the JSON impls see; the descriptor set

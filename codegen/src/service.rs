@@ -12,6 +12,8 @@
 //! The code is built with `quote` and formatted by prost-build (prettyplease) with the rest of
 //! the file.
 
+use std::collections::BTreeMap;
+
 use heck::ToSnakeCase;
 use proc_macro2::{Ident, Span, TokenStream};
 use prost_build::{Comments, Method, Service, ServiceGenerator};
@@ -21,20 +23,29 @@ pub(crate) struct ServerGenerator {
     runtime: syn::Path,
     /// Methods (`package.Service.Method`) whose handlers always run in a spawned task.
     spawned_methods: Vec<String>,
+    /// The `google.api.http` tables of the services that have rules, by full name.
+    http_rules: BTreeMap<String, TokenStream>,
 }
 
 impl ServerGenerator {
-    pub(crate) fn new(runtime: syn::Path, spawned_methods: Vec<String>) -> Self {
+    pub(crate) fn new(
+        runtime: syn::Path,
+        spawned_methods: Vec<String>,
+        http_rules: BTreeMap<String, TokenStream>,
+    ) -> Self {
         ServerGenerator {
             runtime,
             spawned_methods,
+            http_rules,
         }
     }
 }
 
 impl ServiceGenerator for ServerGenerator {
     fn generate(&mut self, service: Service, buf: &mut String) {
-        buf.push_str(&server_module(&self.runtime, &service, &self.spawned_methods).to_string());
+        let http_rules = self.http_rules.get(&full_service_name(&service));
+        let module = server_module(&self.runtime, &service, &self.spawned_methods, http_rules);
+        buf.push_str(&module.to_string());
         buf.push('\n');
     }
 }
@@ -43,6 +54,7 @@ fn server_module(
     runtime: &syn::Path,
     service: &Service,
     spawned_methods: &[String],
+    http_rules: Option<&TokenStream>,
 ) -> TokenStream {
     let module = format_ident!("{}_server", service.name.to_snake_case());
     let trait_name = rust_ident(&service.name);
@@ -64,6 +76,13 @@ fn server_module(
     let method_count = service.methods.len();
     let module_doc =
         format!(" Server side of `{full_name}`: the trait to implement and its server.");
+    let http_rules_method = http_rules.map(|_| {
+        quote! {
+            fn http_rules(&self) -> &'static [rest::Rule] {
+                HTTP_RULES
+            }
+        }
+    });
     let server_doc = format!(
         " Serves a [`{trait_name}`] implementation: `Server::builder().add_service({server}::new(service))`."
     );
@@ -212,7 +231,11 @@ fn server_module(
                 fn method_names(&self) -> &'static [&'static str] {
                     &[#(#method_names),*]
                 }
+
+                #http_rules_method
             }
+
+            #http_rules
 
             #runtime::codegen::tower_service_of_fast_service!(<T: #trait_name> #server<T>);
         }
@@ -415,7 +438,8 @@ mod tests {
             options: Default::default(),
         };
         let runtime: syn::Path = syn::parse_str("::fastgrpc").unwrap();
-        let code = server_module(&runtime, &service, &["pkg.Svc.Heavy".to_owned()]).to_string();
+        let code =
+            server_module(&runtime, &service, &["pkg.Svc.Heavy".to_owned()], None).to_string();
         let heavy = code.find("\"/pkg.Svc/Heavy\"").unwrap();
         let light = code.find("\"/pkg.Svc/Light\"").unwrap();
         let spawned = code
@@ -445,7 +469,7 @@ mod tests {
             options: Default::default(),
         };
         let runtime: syn::Path = syn::parse_str("::fastgrpc").unwrap();
-        let code = server_module(&runtime, &service, &[]).to_string();
+        let code = server_module(&runtime, &service, &[], None).to_string();
         assert_eq!(code.matches(". no_side_effects ()").count(), 1, "{code}");
         let get = code.find("\"/pkg.Svc/Get\"").unwrap();
         let marked = code.find(". no_side_effects ()").unwrap();

@@ -33,8 +33,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 mod connect;
+mod rest;
 
 pub use connect::{connect_call, json_decode};
+pub use rest::{rest_query, rest_template};
 
 /// A message with every kind of field prost decodes: strings, bytes, packed numbers, nested
 /// and recursive messages, a map and a oneof.

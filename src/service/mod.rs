@@ -51,6 +51,13 @@ pub trait FastService: Send + Sync + 'static {
         &[]
     }
 
+    /// The `google.api.http` rules of the service's methods, for REST transcoding: those
+    /// `fastgrpc-build` read from its protos; the default has none.
+    #[doc(hidden)]
+    fn http_rules(&self) -> &'static [crate::rest::Rule] {
+        &[]
+    }
+
     /// Serves one call whose context (`call`) its transport read from the request's head
     /// already. Generated servers and interceptors serve through it, so that what the call is
     /// is read once; any other service serves it as [`call`](Self::call).

@@ -1,0 +1,203 @@
+//! REST transcoding's per-request steps, in process: finding a request's rule among a
+//! server's (`Routes::find` and the path's bindings), and the request of `transcoding.v1.Echo`'s
+//! `Get` built from path and query (`request_json`) and decoded by the JSON codec.
+//!
+//! | row | what is timed |
+//! |---|---|
+//! | `rest_find_10` | `GET /v1/shelves/1/books/2` among 10 rules: `find`, then its binding (`name`) |
+//! | `rest_find_500` | the same among 500 rules, sharing its first segment and its shape |
+//! | `rest_bind` | `Get`'s `EchoRequest` from that path and `page.size=10&ids=1&ids=2&displayName=x&genre=FICTION&big=9007199254740993&since=2024-01-01T00:00:00Z&verbose=true`: binding, the JSON written, decoded |
+//!
+//! The 500 rules are the shapes of a large API: `/v1/projects/*/res<i>/*`, `/v1/res<i>/*`,
+//! `/v1/res<i>/*/items`, `/v<i>/things/**`, `/v1/res<i>:act`, with `Get`'s rule among them.
+//!
+//! Run: `cargo bench --bench rest` (about 15 s). Instruction counts: with
+//! `FASTGRPC_BENCH_ITERS=N` the binary skips criterion and runs the row named by `ROW` N times;
+//! under callgrind with `--toggle-collect='*::serve'`, the difference of two N per call, as
+//! `benches/protojson.rs` says.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::Criterion;
+use fastgrpc::codegen::rest::{HttpMethod, Rule, Segment, Template, Variable};
+use fastgrpc::internals::codec::{DecodeOptions, decode_json};
+use fastgrpc::internals::rest::{BindOptions, Lookup, Routes, request_json};
+use protos::transcoding::v1::EchoRequest;
+use protos::transcoding::v1::echo_server::HTTP_RULES;
+
+const PATH: &str = "/v1/shelves/1/books/2";
+const QUERY: &str = "page.size=10&ids=1&ids=2&displayName=x&genre=FICTION&big=9007199254740993\
+                     &since=2024-01-01T00:00:00Z&verbose=true";
+
+/// What a route is in the benchmark: `Get`'s rule, or one of the others.
+type Route = Option<&'static Rule>;
+
+/// `count` routes: `Get`'s rule and `count - 1` of the shapes a large API has. Their texts
+/// live as long as the benchmark, so they are leaked.
+fn routes(count: usize) -> Routes<Route> {
+    let get = HTTP_RULES
+        .iter()
+        .find(|rule| rule.method == "Get")
+        .expect("Echo has Get");
+    let leak = |text: String| -> &'static str { Box::leak(text.into_boxed_str()) };
+    let name: &'static [Variable<'static>] = &[Variable {
+        field: &["name"],
+        start: 1,
+        end: 5,
+    }];
+    let id: &'static [Variable<'static>] = &[Variable {
+        field: &["id"],
+        start: 2,
+        end: 3,
+    }];
+    let mut all = vec![(get.http_method, get.template, Some(get))];
+    for index in 1..count {
+        let resource = leak(format!("res{index}"));
+        let (segments, variables, verb): (Vec<Segment<'static>>, _, _) = match index % 5 {
+            0 => (
+                vec![
+                    Segment::Literal("v1"),
+                    Segment::Literal("projects"),
+                    Segment::Any,
+                    Segment::Literal(resource),
+                    Segment::Any,
+                ],
+                name,
+                None,
+            ),
+            1 => (
+                vec![
+                    Segment::Literal("v1"),
+                    Segment::Literal(resource),
+                    Segment::Any,
+                ],
+                id,
+                None,
+            ),
+            2 => (
+                vec![
+                    Segment::Literal("v1"),
+                    Segment::Literal(resource),
+                    Segment::Any,
+                    Segment::Literal("items"),
+                ],
+                id,
+                None,
+            ),
+            3 => (
+                vec![
+                    Segment::Literal(leak(format!("v{index}"))),
+                    Segment::Literal("things"),
+                    Segment::Rest,
+                ],
+                &[][..],
+                None,
+            ),
+            _ => (
+                vec![Segment::Literal("v1"), Segment::Literal(resource)],
+                &[][..],
+                Some("act"),
+            ),
+        };
+        let template = Template {
+            text: "synthetic",
+            segments: Box::leak(segments.into_boxed_slice()),
+            variables,
+            verb,
+        };
+        all.push((HttpMethod::Get, template, None));
+    }
+    Routes::new(all).expect("the benchmark's routes fit together")
+}
+
+struct Find {
+    routes: Routes<Route>,
+}
+
+impl Find {
+    #[inline(never)]
+    fn serve(&self, path: &str) -> usize {
+        match self.routes.find(&http::Method::GET, path) {
+            Lookup::Found(found) => found.bindings().expect("valid").len(),
+            other => panic!("{path}: {other:?}"),
+        }
+    }
+
+    fn iterate(&self, iterations: u64) {
+        assert_eq!(self.serve(PATH), 1);
+        for _ in 0..iterations {
+            black_box(self.serve(black_box(PATH)));
+        }
+    }
+}
+
+struct Bind {
+    routes: Routes<Route>,
+}
+
+impl Bind {
+    #[inline(never)]
+    fn serve(&self, path: &str, query: &str) -> EchoRequest {
+        let Lookup::Found(found) = self.routes.find(&http::Method::GET, path) else {
+            panic!("{path} is found");
+        };
+        let rule = found.value().expect("Get's rule");
+        let bindings = found.bindings().expect("valid");
+        let json =
+            request_json(rule, &bindings, Some(query), b"", BindOptions::default()).expect("binds");
+        decode_json(&json, DecodeOptions::default()).expect("decodes")
+    }
+
+    fn iterate(&self, iterations: u64) {
+        let request = self.serve(PATH, QUERY);
+        assert_eq!(
+            (request.name.as_str(), request.big, request.ids.len()),
+            ("shelves/1/books/2", 9_007_199_254_740_993, 2)
+        );
+        for _ in 0..iterations {
+            drop(black_box(self.serve(black_box(PATH), black_box(QUERY))));
+        }
+    }
+}
+
+fn main() {
+    let find_10 = Find { routes: routes(10) };
+    let find_500 = Find {
+        routes: routes(500),
+    };
+    assert_eq!((find_10.routes.len(), find_500.routes.len()), (10, 500));
+    let bind = Bind { routes: routes(10) };
+
+    if let Ok(iterations) = std::env::var("FASTGRPC_BENCH_ITERS") {
+        let iterations: u64 = iterations
+            .parse()
+            .expect("FASTGRPC_BENCH_ITERS is a number");
+        match std::env::var("ROW").unwrap_or_default().as_str() {
+            "rest_find_10" => find_10.iterate(iterations),
+            "rest_find_500" => find_500.iterate(iterations),
+            "rest_bind" => bind.iterate(iterations),
+            other => panic!("ROW={other:?}: expected rest_find_10, rest_find_500 or rest_bind"),
+        }
+        return;
+    }
+
+    find_10.iterate(10);
+    find_500.iterate(10);
+    bind.iterate(10);
+    let mut criterion = Criterion::default()
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3))
+        .sample_size(50)
+        .configure_from_args();
+    criterion.bench_function("rest_find_10", |b| {
+        b.iter(|| find_10.serve(black_box(PATH)))
+    });
+    criterion.bench_function("rest_find_500", |b| {
+        b.iter(|| find_500.serve(black_box(PATH)))
+    });
+    criterion.bench_function("rest_bind", |b| {
+        b.iter(|| bind.serve(black_box(PATH), black_box(QUERY)))
+    });
+    criterion.final_summary();
+}

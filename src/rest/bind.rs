@@ -1,0 +1,678 @@
+//! The request message of a REST call, as a ProtoJSON object built from the three places a
+//! rule takes it from: the body (all of it, one field, or none, as the rule's `body` says),
+//! the path's variables, and the query's parameters. The JSON codec then decodes the object
+//! as it decodes any JSON request, so every ProtoJSON form it reads (64-bit integers as
+//! strings, enums by name or number, the well-known types' strings) works here too.
+//!
+//! Path and query values are text; each becomes the JSON value of its field's kind
+//! ([`FieldKind`]) here, where a value of the wrong kind (`ids=x`, `verbose=maybe`,
+//! `genre=NOPE`, `since=yesterday`) can be refused naming its parameter. Objects are keyed by
+//! JSON names; a query parameter may use either name, at every level (`page.size`,
+//! `displayName`, `display_name`). A path variable's value replaces what the body says of its
+//! field. A query parameter that sets a field twice (a field that is not repeated, or one the
+//! path or the body already carries) is refused; one that names no field is skipped, as the
+//! codec skips unknown JSON fields, unless [`BindOptions::reject_unknown_parameters`].
+
+use serde::Deserialize;
+use serde::de::value::{BorrowedStrDeserializer, Error as ValueError};
+use serde_json::{Map, Number, Value};
+use tonic::Status;
+
+use super::query::{QueryParam, parse_query};
+use super::routes::Binding;
+use super::{Body, Field, FieldKind, FieldTable, Rule};
+use crate::types::{Duration, FieldMask, Timestamp, decode_base64};
+
+/// How strictly a request is bound.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BindOptions {
+    /// Refuse a query parameter that names no field of the request (by default it is
+    /// skipped, so that a client built from a newer schema can call an older server).
+    pub reject_unknown_parameters: bool,
+}
+
+/// The request of a call to `rule`, as the text of a JSON object: `body` as the rule says
+/// (empty for no body), the path's `bindings` over it, and `query`'s parameters (the URI's
+/// part after `?`). Every failure is `INVALID_ARGUMENT`, naming the parameter, variable or
+/// body at fault.
+pub fn request_json(
+    rule: &Rule,
+    bindings: &[Binding<'_, '_>],
+    query: Option<&str>,
+    body: &[u8],
+    options: BindOptions,
+) -> Result<Vec<u8>, Status> {
+    let table = rule.request;
+    if rule.body == Body::None && !body.is_empty() {
+        return Err(Status::invalid_argument(format!(
+            "{} {} takes no body",
+            rule.http_method.as_str(),
+            rule.template.text
+        )));
+    }
+    // What the path and the query set, by field; the body's part is merged in at the end.
+    let mut assigned = Object::default();
+    for binding in bindings {
+        let what = || format!("the path's `{}`", binding.field.join("."));
+        let invalid = |reason| Status::invalid_argument(format!("{}: {reason}", what()));
+        let path = resolve(table, binding.field.iter().map(|name| &**name))
+            .map_err(invalid)?
+            .ok_or_else(|| no_field(table, &binding.field.join(".")))?;
+        let value = value_of(path.last(), &binding.value).map_err(invalid)?;
+        assigned.set(path.fields(), value).map_err(invalid)?;
+    }
+    if let Some(query) = query {
+        for QueryParam { name, value: text } in parse_query(query)? {
+            let invalid = |reason: String| {
+                Status::invalid_argument(format!("query parameter `{name}`: {reason}"))
+            };
+            let Some(path) = resolve(table, name.split('.')).map_err(invalid)? else {
+                if options.reject_unknown_parameters {
+                    return Err(invalid(format!("{} has no such field", table.message)));
+                }
+                continue;
+            };
+            let fields = path.fields();
+            let bound_by_path = bindings.iter().any(|binding| {
+                binding.field.len() == fields.len()
+                    && binding
+                        .field
+                        .iter()
+                        .zip(fields)
+                        .all(|(name, field)| **name == *field.name)
+            });
+            if bound_by_path {
+                return Err(invalid("the path sets this field".to_owned()));
+            }
+            match rule.body {
+                Body::All => return Err(invalid("the body carries every field".to_owned())),
+                Body::Field(body) if fields[0].name == body => {
+                    return Err(invalid("the body carries this field".to_owned()));
+                }
+                _ => {}
+            }
+            let value = value_of(path.last(), &text).map_err(invalid)?;
+            assigned.set(fields, value).map_err(invalid)?;
+        }
+    }
+    let body_object = match rule.body {
+        Body::None => None,
+        Body::All if body.is_empty() => None,
+        Body::All => match parse_body(body)? {
+            Value::Object(object) => Some(object),
+            _ => return Err(Status::invalid_argument("the body is not a JSON object")),
+        },
+        Body::Field(_) if body.is_empty() => None,
+        Body::Field(name) => {
+            let field = table.field(name).ok_or_else(|| no_field(table, name))?;
+            let mut object = Map::new();
+            object.insert(field.json_name.to_owned(), parse_body(body)?);
+            Some(object)
+        }
+    };
+    let mut json = Vec::with_capacity(body.len() + 128);
+    let written = match body_object {
+        // The common case, a request from the path and the query alone: no map is built.
+        None => assigned.write(&mut json),
+        Some(mut object) => {
+            assigned
+                .merge_into(&mut object)
+                .map_err(Status::invalid_argument)?;
+            serde_json::to_writer(&mut json, &object)
+        }
+    };
+    written.map_err(|error| Status::internal(format!("writing the request's JSON: {error}")))?;
+    Ok(json)
+}
+
+fn parse_body(body: &[u8]) -> Result<Value, Status> {
+    serde_json::from_slice(body)
+        .map_err(|error| Status::invalid_argument(format!("the body is not valid JSON: {error}")))
+}
+
+/// What the path and the query set of a message: each field once, in the order first set.
+#[derive(Default)]
+struct Object {
+    members: Vec<(&'static Field, Member)>,
+}
+
+enum Member {
+    Value(Value),
+    List(Vec<Value>),
+    Object(Object),
+}
+
+impl Object {
+    /// Sets the last of `fields` (the others are the messages on the way) to `value`, or adds
+    /// it to the field's list. A field that is not repeated is set once.
+    fn set(&mut self, fields: &[&'static Field], value: Value) -> Result<(), String> {
+        let (&first, rest) = fields.split_first().expect("a field path is never empty");
+        let at = match self
+            .members
+            .iter()
+            .position(|(field, _)| std::ptr::eq(*field, first))
+        {
+            Some(at) => at,
+            None => {
+                let member = match rest.is_empty() {
+                    false => Member::Object(Object::default()),
+                    true if first.repeated => Member::List(Vec::new()),
+                    true => {
+                        self.members.push((first, Member::Value(value)));
+                        return Ok(());
+                    }
+                };
+                self.members.push((first, member));
+                self.members.len() - 1
+            }
+        };
+        match &mut self.members[at].1 {
+            Member::Object(object) if !rest.is_empty() => object.set(rest, value),
+            Member::List(values) => {
+                values.push(value);
+                Ok(())
+            }
+            _ => Err("given more than once".to_owned()),
+        }
+    }
+
+    /// Writes the fields set as a JSON object, by their JSON names.
+    fn write(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        out.push(b'{');
+        for (index, (field, member)) in self.members.iter().enumerate() {
+            if index > 0 {
+                out.push(b',');
+            }
+            serde_json::to_writer(&mut *out, field.json_name)?;
+            out.push(b':');
+            match member {
+                Member::Value(value) => serde_json::to_writer(&mut *out, value)?,
+                Member::List(values) => serde_json::to_writer(&mut *out, values)?,
+                Member::Object(object) => object.write(out)?,
+            }
+        }
+        out.push(b'}');
+        Ok(())
+    }
+
+    /// Sets the fields in `object`, a body's, over what it says of them. A field the body
+    /// names by its proto name is moved to its JSON name, so that the object names each
+    /// field once.
+    fn merge_into(self, object: &mut Map<String, Value>) -> Result<(), String> {
+        for (field, member) in self.members {
+            let moved = match field.name != field.json_name {
+                true => object.remove(field.name),
+                false => None,
+            };
+            let slot = object
+                .entry(field.json_name)
+                .or_insert(moved.unwrap_or(Value::Null));
+            match member {
+                Member::Value(value) => *slot = value,
+                Member::List(values) => *slot = Value::Array(values),
+                Member::Object(inner) => {
+                    if slot.is_null() {
+                        *slot = Value::Object(Map::new());
+                    }
+                    let Value::Object(slot) = slot else {
+                        return Err(format!("the body's `{}` is not an object", field.json_name));
+                    };
+                    inner.merge_into(slot)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The most names a field path may chain (`page.size` has 2).
+const MAX_PATH_DEPTH: usize = 16;
+
+/// The fields a path or query names, outermost first; kept in place, since a request has a
+/// field path per parameter.
+struct FieldPath {
+    fields: [&'static Field; MAX_PATH_DEPTH],
+    len: usize,
+}
+
+impl FieldPath {
+    fn fields(&self) -> &[&'static Field] {
+        &self.fields[..self.len]
+    }
+
+    fn last(&self) -> &'static Field {
+        self.fields[self.len - 1]
+    }
+}
+
+/// What fills a [`FieldPath`]'s unused places.
+static NO_FIELD: Field = Field {
+    name: "",
+    json_name: "",
+    kind: FieldKind::Unsupported,
+    repeated: false,
+};
+
+/// The fields `names` name, from `table` down (`page`, then `size`), each by its proto or
+/// JSON name; `None` if one names no field.
+fn resolve<'n>(
+    table: &FieldTable,
+    names: impl Iterator<Item = &'n str>,
+) -> Result<Option<FieldPath>, String> {
+    let mut path = FieldPath {
+        fields: [&NO_FIELD; MAX_PATH_DEPTH],
+        len: 0,
+    };
+    let mut table = table;
+    for part in names {
+        if path.len == MAX_PATH_DEPTH {
+            return Err(format!("names more than {MAX_PATH_DEPTH} nested fields"));
+        }
+        if let Some(parent) = path.fields().last() {
+            match parent.kind {
+                FieldKind::Message(_) if parent.repeated => {
+                    return Err(format!(
+                        "`{}` is a repeated message, which a query cannot reach into",
+                        parent.name
+                    ));
+                }
+                FieldKind::Message(next) => table = next,
+                _ => return Err(format!("`{}` has no fields", parent.name)),
+            }
+        }
+        let Some(field) = table.field(part) else {
+            return Ok(None);
+        };
+        path.fields[path.len] = field;
+        path.len += 1;
+    }
+    Ok((path.len > 0).then_some(path))
+}
+
+fn no_field(table: &FieldTable, name: &str) -> Status {
+    Status::internal(format!(
+        "the rule names `{name}`, which {} does not have",
+        table.message
+    ))
+}
+
+/// The JSON value of `text` for `field`, or why there is none.
+fn value_of(field: &Field, text: &str) -> Result<Value, String> {
+    let wrong = |kind: &str| format!("{text:?} is not {kind}");
+    match field.kind {
+        FieldKind::String => Ok(Value::String(text.to_owned())),
+        FieldKind::Bytes => match decode_base64(text) {
+            Some(_) => Ok(Value::String(text.to_owned())),
+            None => Err(wrong("base64")),
+        },
+        FieldKind::Bool => match text {
+            "true" => Ok(Value::Bool(true)),
+            "false" => Ok(Value::Bool(false)),
+            _ => Err(wrong("a bool (`true` or `false`)")),
+        },
+        FieldKind::Int32 => integer::<i32>(text)
+            .map(|n| Value::Number(n.into()))
+            .ok_or_else(|| wrong("an int32")),
+        FieldKind::UInt32 => integer::<u32>(text)
+            .map(|n| Value::Number(n.into()))
+            .ok_or_else(|| wrong("a uint32")),
+        // As ProtoJSON writes them: strings, which hold every value exactly.
+        FieldKind::Int64 => integer::<i64>(text)
+            .map(|n| Value::String(n.to_string()))
+            .ok_or_else(|| wrong("an int64")),
+        FieldKind::UInt64 => integer::<u64>(text)
+            .map(|n| Value::String(n.to_string()))
+            .ok_or_else(|| wrong("a uint64")),
+        FieldKind::Float => float(text, true).ok_or_else(|| wrong("a float")),
+        FieldKind::Double => float(text, false).ok_or_else(|| wrong("a double")),
+        FieldKind::Enum(values) => {
+            if let Some((name, _)) = values.values.iter().find(|(name, _)| *name == text) {
+                return Ok(Value::String((*name).to_owned()));
+            }
+            match integer::<i32>(text) {
+                Some(number) if values.open || values.values.iter().any(|(_, n)| *n == number) => {
+                    Ok(Value::Number(number.into()))
+                }
+                _ => Err(format!("{text:?} is not a value of {}", values.name)),
+            }
+        }
+        FieldKind::Timestamp => well_known::<Timestamp>(text),
+        FieldKind::Duration => well_known::<Duration>(text),
+        FieldKind::FieldMask => well_known::<FieldMask>(text),
+        FieldKind::Message(_) => Err(format!(
+            "`{}` is a message: set its fields (`{}.field=...`)",
+            field.name, field.name
+        )),
+        FieldKind::Unsupported => Err(format!(
+            "`{}` cannot be set from a path or query (only from the body)",
+            field.name
+        )),
+    }
+}
+
+/// A decimal integer, `-?[0-9]+`, in `T`'s range.
+fn integer<T: std::str::FromStr>(text: &str) -> Option<T> {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    if digits.is_empty() || !digits.bytes().all(|byte| byte.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
+/// A finite number (within a `float`'s range if `single`), or `NaN`, `Infinity`,
+/// `-Infinity`, which ProtoJSON writes as strings.
+fn float(text: &str, single: bool) -> Option<Value> {
+    if matches!(text, "NaN" | "Infinity" | "-Infinity") {
+        return Some(Value::String(text.to_owned()));
+    }
+    // Rust's parser also takes `inf` and `nan`; only finite values are numbers here.
+    let value: f64 = text.parse().ok().filter(|value: &f64| value.is_finite())?;
+    if single && !(value as f32).is_finite() {
+        return None;
+    }
+    Number::from_f64(value).map(Value::Number)
+}
+
+/// `text` if it is the JSON string form of the well-known type `T`.
+fn well_known<'t, T: Deserialize<'t>>(text: &'t str) -> Result<Value, String> {
+    match T::deserialize(BorrowedStrDeserializer::<ValueError>::new(text)) {
+        Ok(_) => Ok(Value::String(text.to_owned())),
+        Err(error) => Err(error.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rest::{EnumValues, HttpMethod, Segment, Template, Variable};
+    use std::borrow::Cow;
+
+    const fn field(name: &'static str, json_name: &'static str, kind: FieldKind) -> Field {
+        Field {
+            name,
+            json_name,
+            kind,
+            repeated: false,
+        }
+    }
+
+    static GENRE: EnumValues = EnumValues {
+        name: "t.Genre",
+        open: false,
+        values: &[("GENRE_UNSPECIFIED", 0), ("FICTION", 1)],
+    };
+    static PAGE: FieldTable = FieldTable {
+        message: "t.Page",
+        fields: &[field("size", "size", FieldKind::Int32)],
+    };
+    static BOOK: FieldTable = FieldTable {
+        message: "t.Book",
+        fields: &[
+            field("name", "name", FieldKind::String),
+            field("title", "title", FieldKind::String),
+        ],
+    };
+    static REQUEST: FieldTable = FieldTable {
+        message: "t.Request",
+        fields: &[
+            field("name", "name", FieldKind::String),
+            field("display_name", "displayName", FieldKind::String),
+            field("book", "book", FieldKind::Message(&BOOK)),
+            field("page", "page", FieldKind::Message(&PAGE)),
+            Field {
+                name: "ids",
+                json_name: "ids",
+                kind: FieldKind::Int32,
+                repeated: true,
+            },
+            Field {
+                name: "books",
+                json_name: "books",
+                kind: FieldKind::Message(&BOOK),
+                repeated: true,
+            },
+            field("genre", "genre", FieldKind::Enum(&GENRE)),
+            field("verbose", "verbose", FieldKind::Bool),
+            field("big", "big", FieldKind::Int64),
+            field("count", "count", FieldKind::UInt32),
+            field("ratio", "ratio", FieldKind::Float),
+            field("data", "data", FieldKind::Bytes),
+            field("since", "since", FieldKind::Timestamp),
+            field("interval", "interval", FieldKind::Duration),
+            field("update_mask", "updateMask", FieldKind::FieldMask),
+            field("labels", "labels", FieldKind::Unsupported),
+        ],
+    };
+
+    fn rule(body: Body) -> Rule {
+        Rule {
+            path: "/t.S/M",
+            method: "M",
+            http_method: HttpMethod::Post,
+            template: Template {
+                text: "/v1/{name=*}",
+                segments: &[Segment::Literal("v1"), Segment::Any],
+                variables: &[Variable {
+                    field: &["name"],
+                    start: 1,
+                    end: 2,
+                }],
+                verb: None,
+            },
+            body,
+            response_body: None,
+            request: &REQUEST,
+        }
+    }
+
+    fn bind(
+        body_rule: Body,
+        bindings: &[(&[Box<str>], &str)],
+        query: &str,
+        body: &str,
+    ) -> Result<Value, Status> {
+        let bindings: Vec<Binding<'_, '_>> = bindings
+            .iter()
+            .map(|(field, value)| Binding {
+                field,
+                value: Cow::Borrowed(*value),
+            })
+            .collect();
+        request_json(
+            &rule(body_rule),
+            &bindings,
+            Some(query),
+            body.as_bytes(),
+            BindOptions::default(),
+        )
+        .map(|json| serde_json::from_slice(&json).expect("the request's JSON parses"))
+    }
+
+    fn names(path: &str) -> Box<[Box<str>]> {
+        path.split('.').map(Into::into).collect()
+    }
+
+    #[test]
+    fn query_values_become_their_fields_json_values() {
+        let json = bind(
+            Body::None,
+            &[],
+            "page.size=10&ids=1&ids=-2&display_name=x&genre=FICTION&big=9007199254740993\
+             &since=2024-01-01T00:00:00Z&verbose=true&count=4294967295&ratio=1.5\
+             &interval=1.5s&updateMask=a.b,c&data=AQI_&book.title=T",
+            "",
+        )
+        .unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "page": {"size": 10}, "ids": [1, -2], "displayName": "x", "genre": "FICTION",
+                "big": "9007199254740993", "since": "2024-01-01T00:00:00Z", "verbose": true,
+                "count": 4294967295u32, "ratio": 1.5, "interval": "1.5s", "updateMask": "a.b,c",
+                "data": "AQI_", "book": {"title": "T"},
+            })
+        );
+        let json = bind(Body::None, &[], "genre=1&ratio=NaN&big=-007", "").unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"genre": 1, "ratio": "NaN", "big": "-7"})
+        );
+    }
+
+    #[test]
+    fn values_of_the_wrong_kind_name_their_parameter() {
+        for (query, message) in [
+            ("ids=x", "query parameter `ids`: \"x\" is not an int32"),
+            (
+                "verbose=maybe",
+                "query parameter `verbose`: \"maybe\" is not a bool",
+            ),
+            (
+                "genre=NOPE",
+                "query parameter `genre`: \"NOPE\" is not a value of t.Genre",
+            ),
+            ("genre=7", "\"7\" is not a value of t.Genre"),
+            (
+                "since=yesterday",
+                "query parameter `since`: invalid value: string \"yesterday\"",
+            ),
+            ("interval=5", "query parameter `interval`: invalid value"),
+            ("count=-1", "\"-1\" is not a uint32"),
+            ("ids=2147483648", "is not an int32"),
+            ("big=1e3", "is not an int64"),
+            ("ratio=1e39", "is not a float"),
+            ("ratio=inf", "is not a float"),
+            ("data=%25%25", "is not base64"),
+            ("book=x", "`book` is a message: set its fields"),
+            ("labels=x", "`labels` cannot be set from a path or query"),
+            ("verbose.x=1", "`verbose` has no fields"),
+            ("books.name=x", "`books` is a repeated message"),
+        ] {
+            let error = bind(Body::None, &[], query, "").unwrap_err();
+            assert_eq!(error.code(), tonic::Code::InvalidArgument);
+            assert!(error.message().contains(message), "{query}: {error:?}");
+        }
+    }
+
+    #[test]
+    fn a_single_valued_field_is_set_once_by_either_name() {
+        for query in [
+            "verbose=true&verbose=false",
+            "display_name=a&displayName=b",
+            "page.size=1&page.size=2",
+        ] {
+            let error = bind(Body::None, &[], query, "").unwrap_err();
+            assert!(
+                error.message().ends_with("given more than once"),
+                "{error:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn unknown_parameters_are_skipped_unless_refused() {
+        let json = bind(Body::None, &[], "nope=1&page.nope=2&verbose=true", "").unwrap();
+        assert_eq!(json, serde_json::json!({"verbose": true}));
+        let strict = request_json(
+            &rule(Body::None),
+            &[],
+            Some("nope=1"),
+            b"",
+            BindOptions {
+                reject_unknown_parameters: true,
+            },
+        )
+        .unwrap_err();
+        assert_eq!(
+            strict.message(),
+            "query parameter `nope`: t.Request has no such field"
+        );
+    }
+
+    #[test]
+    fn path_values_override_the_body_and_the_query_cannot_set_them() {
+        let name = names("name");
+        let book_name = names("book.name");
+        let json = bind(
+            Body::All,
+            &[(&name, "shelves/1")],
+            "",
+            r#"{"name": "ignored", "display_name": "d"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"name": "shelves/1", "display_name": "d"})
+        );
+        let json = bind(
+            Body::Field("book"),
+            &[(&book_name, "b/1")],
+            "verbose=true",
+            r#"{"title": "T", "name": "old"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"book": {"name": "b/1", "title": "T"}, "verbose": true})
+        );
+        // Without a body, the path's and the query's fields make one object.
+        let json = bind(
+            Body::None,
+            &[(&book_name, "b/1")],
+            "book.title=T&ids=1&verbose=true&ids=2",
+            "",
+        )
+        .unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"book": {"name": "b/1", "title": "T"}, "ids": [1, 2], "verbose": true})
+        );
+        // The path's field by its JSON name in the body is moved, not doubled.
+        let display = names("display_name");
+        let json = bind(
+            Body::All,
+            &[(&display, "p")],
+            "",
+            r#"{"display_name": "b"}"#,
+        )
+        .unwrap();
+        assert_eq!(json, serde_json::json!({"displayName": "p"}));
+        for (rule, query, message) in [
+            (
+                Body::None,
+                "name=x",
+                "query parameter `name`: the path sets this field",
+            ),
+            (Body::All, "verbose=true", "the body carries every field"),
+            (
+                Body::Field("book"),
+                "book.title=x",
+                "the body carries this field",
+            ),
+        ] {
+            let error = bind(rule, &[(&name, "n")], query, "").unwrap_err();
+            assert!(error.message().ends_with(message), "{error:?}");
+        }
+    }
+
+    #[test]
+    fn bodies_are_what_the_rule_says() {
+        let none = bind(Body::None, &[], "", "{}").unwrap_err();
+        assert_eq!(none.message(), "POST /v1/{name=*} takes no body");
+        let array = bind(Body::All, &[], "", "[1]").unwrap_err();
+        assert_eq!(array.message(), "the body is not a JSON object");
+        let broken = bind(Body::Field("book"), &[], "", "{").unwrap_err();
+        assert!(
+            broken.message().starts_with("the body is not valid JSON"),
+            "{broken:?}"
+        );
+        let book_name = names("book.name");
+        let not_object = bind(Body::Field("book"), &[(&book_name, "n")], "", "5").unwrap_err();
+        assert_eq!(not_object.message(), "the body's `book` is not an object");
+        assert_eq!(bind(Body::All, &[], "", "").unwrap(), serde_json::json!({}));
+        assert_eq!(
+            bind(Body::Field("ids"), &[], "", "[1, 2]").unwrap(),
+            serde_json::json!({"ids": [1, 2]})
+        );
+    }
+}
