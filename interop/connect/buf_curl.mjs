@@ -1,6 +1,7 @@
 // `buf curl` (from the @bufbuild/buf npm package: connect-go's client inside the buf CLI)
 // against examples/interop_server: the Connect, gRPC and gRPC-Web protocols over HTTP/1.1 and
-// HTTP/2 where the protocol allows, with the schema compiled from proto/ (no reflection).
+// HTTP/2 where the protocol allows, with the schema compiled from proto/'s interop files (no
+// reflection).
 // A second client of the Connect ecosystem beside client.mjs's connect-node, written in Go.
 //
 //   node buf_curl.mjs PORT
@@ -17,9 +18,22 @@ if (!port) {
 }
 const service = `http://127.0.0.1:${port}/grpc.testing.TestService`;
 
+// The schema, built once as a Buf image from the interop protos only: proto/ also holds protos
+// that import googleapis, which live with fastgrpc-build, not in proto/.
+const schema = "../../target/buf-curl-schema.binpb";
+const build = spawnSync(
+  "npx",
+  ["buf", "build", "../../proto", "--path", "../../proto/grpc/testing", "-o", schema],
+  { encoding: "utf8", timeout: 120_000 },
+);
+if (build.status !== 0) {
+  console.error(`buf build failed: ${build.stderr ?? ""}`);
+  process.exit(1);
+}
+
 // Runs `buf curl` for `method` with the JSON `data`: its exit code, stdout and stderr.
 function bufCurl({ protocol, http2 }, method, data, extra = []) {
-  const args = ["buf", "curl", "--schema", "../../proto", "--protocol", protocol, "--timeout", "20s"];
+  const args = ["buf", "curl", "--schema", schema, "--protocol", protocol, "--timeout", "20s"];
   if (http2) args.push("--http2-prior-knowledge");
   args.push(...extra, "-d", data, `${service}/${method}`);
   const run = spawnSync("npx", args, { encoding: "utf8", timeout: 30_000 });
