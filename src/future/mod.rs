@@ -7,6 +7,7 @@
 //! every combinator runs its closure at once, on the calling thread, without allocating; only
 //! a step that is really pending moves the rest of the chain into an ordinary boxed future.
 
+#[allow(unsafe_code)]
 mod slot;
 
 use std::convert::Infallible;
