@@ -15,7 +15,9 @@
 //! proto imports them with nothing vendored. Each annotated method's rules are checked (the
 //! fields they name exist and a path binds only singular primitive fields, no body on GET or
 //! DELETE, no two rules that match the same requests; a failure is a build error naming the
-//! method) and generated as the server's table for REST transcoding.
+//! method) and generated as the server's table for REST transcoding, with the service's
+//! OpenAPI 3.1 document (`OPENAPI` in the server's module, and files with
+//! [`Builder::openapi_dir`]).
 //!
 //! The well-known types (`google.protobuf.Timestamp`, ...) are those of `fastgrpc::types`,
 //! which have their special JSON forms; a method taking or returning `google.protobuf.Empty`
@@ -83,6 +85,7 @@ pub fn configure() -> Builder {
         runtime_path: "::fastgrpc".to_owned(),
         emit_rerun_if_changed: true,
         file_descriptor_set_path: None,
+        openapi_dir: None,
         out_dir: None,
         extern_paths: Vec::new(),
     }
@@ -133,6 +136,7 @@ pub struct Builder {
     runtime_path: String,
     emit_rerun_if_changed: bool,
     file_descriptor_set_path: Option<PathBuf>,
+    openapi_dir: Option<PathBuf>,
     /// Where prost-build writes; `None` for `$OUT_DIR`, as prost-build has it.
     out_dir: Option<PathBuf>,
     /// What `extern_path` declared, which ProtoJSON takes from elsewhere too.
@@ -226,6 +230,14 @@ impl Builder {
         self
     }
 
+    /// Also writes the OpenAPI 3.1 document of each service with `google.api.http` rules to
+    /// `dir/<package.Service>.openapi.json` (the same document as the server module's
+    /// `OPENAPI`, indented): for API portals, client generators and linters.
+    pub fn openapi_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.openapi_dir = Some(dir.into());
+        self
+    }
+
     /// Compiles `protos`, looking up imports in `includes`.
     pub fn compile_protos(
         self,
@@ -284,6 +296,17 @@ impl Builder {
                 }
             }
         }
+        let services = if self.build_server || self.openapi_dir.is_some() {
+            rest::generate(&fds, rules)?
+        } else {
+            Default::default()
+        };
+        if let Some(dir) = &self.openapi_dir {
+            std::fs::create_dir_all(dir)?;
+            for (name, generated) in &services {
+                std::fs::write(dir.join(format!("{name}.openapi.json")), &generated.openapi)?;
+            }
+        }
         if self.build_server {
             let runtime = syn::parse_str::<syn::Path>(&self.runtime_path).map_err(|error| {
                 io::Error::new(
@@ -291,7 +314,10 @@ impl Builder {
                     format!("runtime_path: {error}"),
                 )
             })?;
-            let http_rules = rest::generate(&fds, rules)?;
+            let http_rules = services
+                .into_iter()
+                .map(|(name, generated)| (name, generated.code))
+                .collect();
             self.prost
                 .service_generator(Box::new(service::ServerGenerator::new(
                     runtime,
@@ -325,6 +351,7 @@ impl fmt::Debug for Builder {
             .field("runtime_path", &self.runtime_path)
             .field("emit_rerun_if_changed", &self.emit_rerun_if_changed)
             .field("file_descriptor_set_path", &self.file_descriptor_set_path)
+            .field("openapi_dir", &self.openapi_dir)
             .field("out_dir", &self.out_dir)
             .field("extern_paths", &self.extern_paths)
             .finish()

@@ -20,6 +20,7 @@
 //! message within (which fields a path or query may set, by proto and JSON name, with their
 //! kinds), and its server's `FastService::http_rules` answers them.
 
+pub(crate) mod openapi;
 pub(crate) mod template;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -142,14 +143,22 @@ fn qualified(package: &str, name: &str) -> String {
     }
 }
 
-/// The code of each service with rules (by full name, `package.Service`): `HTTP_RULES` and
-/// the tables it refers to, for its server's module. Every rule is checked first; the
-/// failures, all of them, are one error.
+/// What a service with rules gets.
+pub(crate) struct Generated {
+    /// For its server's module: `HTTP_RULES`, the tables it refers to, and `OPENAPI`.
+    pub(crate) code: TokenStream,
+    /// Its OpenAPI document, indented for people to read.
+    pub(crate) openapi: String,
+}
+
+/// What each service with rules (by full name, `package.Service`) gets. Every rule is checked
+/// first; the failures, all of them, are one error.
 pub(crate) fn generate(
     fds: &FileDescriptorSet,
     rules: &HashMap<String, HttpRule>,
-) -> io::Result<BTreeMap<String, TokenStream>> {
+) -> io::Result<BTreeMap<String, Generated>> {
     let types = Types::new(fds);
+    let docs = openapi::Docs::new(fds);
     let mut errors = Vec::new();
     let mut services = BTreeMap::new();
     // Each (HTTP method, template shape) and the first method that has it.
@@ -196,9 +205,23 @@ pub(crate) fn generate(
                 }
             }
             if !checked.is_empty() {
+                let document = openapi::document(&types, &docs, &service_name, service, &checked);
+                let mut code = tables(&types, &service_name, &checked);
+                let compact = document.to_text(false);
+                let doc = format!(
+                    " The OpenAPI 3.1 document of `{service_name}`'s REST face, as JSON: every \
+                     `google.api.http` binding, its parameters, bodies and replies in ProtoJSON."
+                );
+                code.extend(quote! {
+                    #[doc = #doc]
+                    pub const OPENAPI: &str = #compact;
+                });
                 services.insert(
                     service_name.clone(),
-                    tables(&types, &service_name, &checked),
+                    Generated {
+                        code,
+                        openapi: document.to_text(true),
+                    },
                 );
             }
         }

@@ -275,7 +275,7 @@ impl Parser<'_> {
 }
 
 /// RFC 3986's unreserved characters, its sub-delimiters but `*`, and `@`.
-fn is_literal_byte(byte: u8) -> bool {
+pub(crate) fn is_literal_byte(byte: u8) -> bool {
     byte.is_ascii_alphanumeric() || b"-._~!$&'()+,;=@".contains(&byte)
 }
 
