@@ -1,7 +1,7 @@
 //! The OpenAPI documents `fastgrpc-build` writes for services with `google.api.http` rules,
-//! read back as JSON: `proto/transcoding/v1/echo.proto` (every kind of binding) and a proto of
-//! custom methods, recursive messages and the well-known types. `interop/openapi/run.sh`
-//! checks the same documents against the OpenAPI 3.1 schema.
+//! read back as JSON: `proto/transcoding/v1/echo.proto` (every kind of binding) and
+//! `tests/protos/shapes.proto` (custom methods, recursive messages, the well-known types).
+//! `interop/openapi/run.sh` checks the same documents against the OpenAPI 3.1 specification.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -486,56 +486,8 @@ fn the_server_module_holds_the_same_document() {
 
 #[test]
 fn custom_methods_recursive_messages_and_well_known_types() {
-    let dir = scratch();
-    std::fs::write(
-        dir.join("shapes.proto"),
-        r#"syntax = "proto3";
-package shapes.v2;
-import "google/api/annotations.proto";
-import "google/api/httpbody.proto";
-import "google/protobuf/any.proto";
-import "google/protobuf/empty.proto";
-import "google/protobuf/struct.proto";
-import "google/protobuf/wrappers.proto";
-
-// A node of a tree.
-message Node {
-  string id = 1;
-  Node parent = 2;
-  repeated Node children = 3;
-  map<int64, Node> by_id = 4;
-  oneof choice { string a = 5; int32 b = 6; }
-  google.protobuf.Struct meta = 7;
-  google.protobuf.Value value = 8;
-  google.protobuf.ListValue list = 9;
-  google.protobuf.Any extra = 10;
-  google.protobuf.UInt64Value big = 11;
-  bytes blob = 12;
-  optional string note = 13;
-  double ratio = 14;
-  sint64 delta = 15;
-  fixed64 tally = 16;
-  google.protobuf.NullValue nothing = 17;
-  map<bool, string> flags = 18;
-}
-message Upload { string id = 1; google.api.HttpBody file = 2; }
-
-// Trees over REST.
-service Tree {
-  rpc Head(Node) returns (google.protobuf.Empty) { option (google.api.http) = { custom { kind: "HEAD" path: "/v2/nodes/{id}" } }; }
-  rpc Purge(Node) returns (Node) { option (google.api.http) = { custom { kind: "PURGE" path: "/v2/nodes/{id}" } }; }
-  rpc Anything(Node) returns (Node) { option (google.api.http) = { custom { kind: "*" path: "/v2/any/{id}" } }; }
-  // Alike `/v2/nodes/{id}` but for the variable's name.
-  rpc Get(Node) returns (Node) { option (google.api.http) = { get: "/v2/nodes/{a}" }; }
-  rpc Put(Upload) returns (Node) { option (google.api.http) = { post: "/v2/uploads/{id}" body: "file" }; }
-  rpc Rest(Node) returns (Node) { option (google.api.http) = { get: "/v2/{id=nodes/**}:all" }; }
-}
-service Plain { rpc X(Node) returns (Node); }
-"#,
-    )
-    .unwrap();
-    let output = compile(&[&dir.join("shapes.proto")], &dir);
-    std::fs::remove_dir_all(&dir).unwrap();
+    let protos = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/protos");
+    let output = compile(&[&protos.join("shapes.proto")], &protos);
     assert_eq!(
         output.names(),
         ["shapes.v2.Tree.openapi.json"],
