@@ -55,13 +55,18 @@ pub(super) fn document(
     let mut schemas = Schemas::new(types, docs);
     let mut paths = Paths::default();
     let mut bindings_seen: HashMap<&str, usize> = HashMap::new();
+    let mut operation_ids = BTreeSet::new();
     for (method, binding) in checked {
         let count = bindings_seen.entry(method.name()).or_default();
-        let operation_id = match *count {
+        let mut operation_id = match *count {
             0 => format!("{short_name}_{}", method.name()),
             index => format!("{short_name}_{}_{index}", method.name()),
         };
         *count += 1;
+        // A method named like another's additional binding (`Search_1`) must not share its id.
+        while !operation_ids.insert(operation_id.clone()) {
+            operation_id.push('_');
+        }
         let method_name = format!("{service_name}.{}", method.name());
         let (key, path_params) = paths.path_of(&binding.template);
         let mut parameters: Vec<Json> = path_params
