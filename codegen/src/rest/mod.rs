@@ -18,7 +18,8 @@
 //! Each service with rules gets, in its server's module, `HTTP_RULES` (a
 //! `fastgrpc::codegen::rest::Rule` a binding) and a field table per request message and
 //! message within (which fields a path or query may set, by proto and JSON name, with their
-//! kinds), and its server's `FastService::http_rules` answers them.
+//! kinds), and its server's `FastService::http_rules` answers them; and `OPENAPI`, the
+//! service's OpenAPI 3.1 document (`openapi.rs`).
 
 pub(crate) mod openapi;
 pub(crate) mod template;
