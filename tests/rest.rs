@@ -11,7 +11,7 @@ use fastgrpc::service::FastService;
 use fastgrpc::types::{Duration, FieldMask, Int32Value, Timestamp};
 use fastgrpc::{BoxStream, Code, Status};
 use http::Method;
-use protos::transcoding::v1::echo_server::{Echo, EchoServer, HTTP_RULES};
+use protos::transcoding::v1::echo_server::{Echo, EchoServer, HTTP_RULES, OPENAPI};
 use protos::transcoding::v1::{Book, EchoRequest, FailRequest, Genre, Page};
 
 struct Unimplemented;
@@ -360,4 +360,86 @@ fn bad_input_is_an_invalid_argument_naming_what_is_wrong() {
         assert_eq!(status.code(), Code::InvalidArgument, "{uri}: {status:?}");
         assert!(status.message().contains(message), "{uri}: {status:?}");
     }
+}
+
+/// A value of the type an OpenAPI parameter's schema says, as text for a path or query.
+fn sample(schema: &serde_json::Value, document: &serde_json::Value) -> String {
+    if let Some(target) = schema["$ref"].as_str() {
+        let name = target.trim_start_matches("#/components/schemas/");
+        let enumeration = &document["components"]["schemas"][name]["enum"];
+        return enumeration[1].as_str().expect("an enum's names").to_owned();
+    }
+    match (schema["type"].as_str(), schema["format"].as_str()) {
+        (Some("array"), _) => sample(&schema["items"], document),
+        (Some("integer"), _) | (Some("string"), Some("int64" | "uint64")) => "7".to_owned(),
+        (Some("number"), _) => "1.5".to_owned(),
+        (Some("boolean"), _) => "true".to_owned(),
+        (Some("string"), Some("date-time")) => "2024-01-01T00:00:00Z".to_owned(),
+        (Some("string"), _) if schema.get("pattern").is_some() => "1.5s".to_owned(),
+        (Some("string"), _) => "x".to_owned(),
+        other => panic!("no sample for {other:?}"),
+    }
+}
+
+#[test]
+fn the_openapi_document_reaches_every_rule_with_every_parameter() {
+    let document: serde_json::Value = serde_json::from_str(OPENAPI).expect("OPENAPI is JSON");
+    assert_eq!(document["openapi"], "3.1.0");
+    let routes = routes();
+    let mut reached = Vec::new();
+    for (path, item) in document["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            let id = operation["operationId"].as_str().unwrap();
+            let parameters = operation["parameters"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            // Each path parameter replaced by a value of its type, every query parameter set.
+            let mut uri = path.clone();
+            let mut query = Vec::new();
+            for parameter in &parameters {
+                let name = parameter["name"].as_str().unwrap();
+                let value = sample(&parameter["schema"], &document);
+                match parameter["in"].as_str() {
+                    Some("path") => uri = uri.replace(&format!("{{{name}}}"), &value),
+                    Some("query") => query.push(format!("{name}={value}")),
+                    other => panic!("{id}: a parameter in {other:?}"),
+                }
+            }
+            let method = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+            let Lookup::Found(found) = routes.find(&method, &uri) else {
+                panic!("{id}: {method} {uri} finds no rule");
+            };
+            let rule = found.value();
+            let expected = id.trim_start_matches("Echo_");
+            let expected = expected.rsplit_once('_').map_or(expected, |(name, _)| name);
+            assert_eq!(rule.method, expected, "{method} {uri}");
+            let body = match rule.body {
+                Body::None => "",
+                _ if rule.request.message == "google.api.HttpBody" => "",
+                _ => "{}",
+            };
+            // The binder refuses a parameter naming no field, so each one the document lists
+            // sets its field, with a value of the type it says.
+            let json = request_json(
+                rule,
+                &found.bindings().unwrap(),
+                Some(&query.join("&")),
+                body.as_bytes(),
+                BindOptions {
+                    reject_unknown_parameters: true,
+                },
+            )
+            .unwrap_or_else(|status| panic!("{id}: {uri}?{}: {status:?}", query.join("&")));
+            if rule.request.message == "transcoding.v1.EchoRequest" {
+                let request: EchoRequest = decode_json(&json, DecodeOptions::default())
+                    .unwrap_or_else(|status| panic!("{id}: {status:?}"));
+                if query.iter().any(|parameter| parameter.starts_with("big=")) {
+                    assert_eq!(request.big, 7, "{id}");
+                }
+            }
+            reached.push(id.to_owned());
+        }
+    }
+    assert_eq!(reached.len(), HTTP_RULES.len(), "{reached:?}");
 }
