@@ -68,6 +68,8 @@ pub(crate) fn failure(status: &Status) -> http::Response<ResponseBody> {
         ));
     }
     let mut headers = super::connect::metadata_only(headers);
+    // What a gRPC failure announces of compression is nothing to a REST client.
+    headers.remove(http::header::ACCEPT_ENCODING);
     headers.insert(CONTENT_TYPE, JSON);
     let body = serde_json::to_vec(&status_object(status)).unwrap_or_default();
     let mut response = http::Response::new(ResponseBody::whole(Bytes::from(body)));
@@ -83,7 +85,7 @@ pub(crate) fn method_not_allowed(
     allowed: &[&str],
 ) -> http::Response<ResponseBody> {
     let status = Status::unimplemented(format!(
-        "{} is not allowed here; {} is",
+        "{} is not allowed here, only {}",
         crate::status::excerpt(method.as_str()),
         allowed.join(", ")
     ));
