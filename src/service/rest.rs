@@ -339,7 +339,7 @@ fn answer(
     events: bool,
 ) -> ResponseFuture {
     if rule.server_streaming {
-        return FastFuture::ok(stream_answer(response, rule, events));
+        return stream_answer(response, rule, events);
     }
     let (head, mut body) = response.into_parts();
     match body.take_whole() {
@@ -385,22 +385,47 @@ fn whole(
     }
 }
 
-/// REST's form of a reply stream: a failure before it began as a unary one's, otherwise HTTP
-/// 200 and each message a line of JSON (or an event), and a status other than `OK` a last
-/// line (or event).
+/// REST's form of a reply stream: a failure before its first message as a unary call's
+/// failure (so the answer's head waits for that message), otherwise HTTP 200 and each message
+/// a line of JSON (or an event), and a status other than `OK` a last line (or event).
 fn stream_answer(
     response: http::Response<ResponseBody>,
     rule: &'static Rule,
     events: bool,
-) -> http::Response<ResponseBody> {
-    let (head, body) = response.into_parts();
+) -> ResponseFuture {
+    let (head, mut body) = response.into_parts();
     if body.is_end_stream() {
-        let status = Status::from_header_map(&head.headers)
-            .unwrap_or_else(|| Status::internal("the reply carries no status"));
-        if status.code() != Code::Ok {
-            return rest::failure(&status);
-        }
+        let status = Status::from_header_map(&head.headers);
+        return FastFuture::ok(match status.filter(|status| status.code() != Code::Ok) {
+            Some(status) => rest::failure(&status),
+            None => lines(head, None, rule, events),
+        });
     }
+    FastFuture::boxed(async move {
+        let first = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await;
+        let status = match first {
+            Some(Ok(frame)) => match frame.into_data() {
+                Ok(data) => return Ok(lines(head, Some((body, data)), rule, events)),
+                Err(frame) => Status::from_header_map(&frame.into_trailers().unwrap_or_default()),
+            },
+            Some(Err(status)) => Some(status),
+            None => None,
+        };
+        Ok(match status.filter(|status| status.code() != Code::Ok) {
+            Some(status) => rest::failure(&status),
+            None => lines(head, None, rule, events),
+        })
+    })
+}
+
+/// The answer of a reply stream under way: `head`'s metadata, and the rest of the stream
+/// (its body and the first data read from it) as lines or events.
+fn lines(
+    head: http::response::Parts,
+    rest_of: Option<(ResponseBody, Bytes)>,
+    rule: &'static Rule,
+    events: bool,
+) -> http::Response<ResponseBody> {
     let mut headers = crate::protocol::connect::metadata_only(head.headers);
     headers.remove(http::header::ACCEPT_ENCODING);
     headers.insert(
@@ -411,9 +436,13 @@ fn stream_answer(
             rest::NDJSON
         },
     );
+    let (inner, pending) = match rest_of {
+        Some((body, first)) => (Some(body), BytesMut::from(&first[..])),
+        None => (None, BytesMut::new()),
+    };
     let lines = Lines {
-        inner: Some(body),
-        pending: BytesMut::new(),
+        inner,
+        pending,
         rule,
         events,
     };
@@ -485,19 +514,19 @@ impl http_body::Body for Lines {
     ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
         let this = self.get_mut();
         loop {
+            if !this.pending.is_empty() {
+                match this.lines() {
+                    Ok(lines) if lines.is_empty() => {}
+                    Ok(lines) => return Poll::Ready(Some(Ok(Frame::data(lines.freeze())))),
+                    Err(status) => return this.end(Some(status)),
+                }
+            }
             let Some(inner) = this.inner.as_mut() else {
                 return Poll::Ready(None);
             };
             match ready!(Pin::new(inner).poll_frame(cx)) {
                 Some(Ok(frame)) => match frame.into_data() {
-                    Ok(data) => {
-                        this.pending.extend_from_slice(&data);
-                        match this.lines() {
-                            Ok(lines) if lines.is_empty() => continue,
-                            Ok(lines) => return Poll::Ready(Some(Ok(Frame::data(lines.freeze())))),
-                            Err(status) => return this.end(Some(status)),
-                        }
-                    }
+                    Ok(data) => this.pending.extend_from_slice(&data),
                     Err(frame) => {
                         let trailers = frame.into_trailers().unwrap_or_default();
                         return this.end(Status::from_header_map(&trailers));
