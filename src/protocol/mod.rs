@@ -1,5 +1,6 @@
-//! What gRPC, gRPC-Web and Connect each are: how a request names its protocol and message
-//! format ([`Wire`], read from its `content-type` in one place), and how each protocol frames
+//! What gRPC, gRPC-Web, Connect and REST each are: how a request names its protocol and
+//! message format ([`Wire`], read from its `content-type` in one place; REST, which any content
+//! type may carry, is told by the router from the request's path), and how each protocol frames
 //! messages and writes a call's status.
 //!
 //! Each protocol has one writer of failures, which every answer that fails goes through, whoever
@@ -7,7 +8,8 @@
 //! caught): [`Wire::failure`] for a call that fails before its reply began, [`Wire::ending`]
 //! for a reply stream that fails under way. `grpc` writes gRPC's (trailers-only, or trailers),
 //! `web` gRPC-Web's (the status in the body's last frame), `connect` Connect's (an HTTP status
-//! and a JSON error, or a stream's end-of-stream message).
+//! and a JSON error, or a stream's end-of-stream message), `rest` REST's (an HTTP status and a
+//! `google.rpc.Status`, or a stream's last line or event).
 
 pub(crate) mod connect;
 pub(crate) mod grpc;

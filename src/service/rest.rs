@@ -48,7 +48,7 @@ impl RestRoutes {
     /// The matcher of `services`' rules (each a router index and its service's rules); `None`
     /// when no service has any. Two rules that match the same requests are refused, naming
     /// both methods.
-    pub(crate) fn new<'s>(
+    pub(crate) fn new(
         services: impl Iterator<Item = (usize, &'static [Rule])>,
     ) -> Result<Option<RestRoutes>, String> {
         let rules: Vec<(usize, &'static Rule)> = services
