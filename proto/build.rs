@@ -11,6 +11,10 @@ const PROTOS: &[&str] = &[
     "jsontest/jsontest.proto",
     "jsontest/proto2.proto",
     "transcoding/v1/echo.proto",
+    // `google.rpc.Status` and `ErrorInfo`, the details `transcoding.v1.Echo/Fail` sends
+    // (bundled by fastgrpc-build).
+    "google/rpc/error_details.proto",
+    "google/rpc/status.proto",
 ];
 
 fn main() -> std::io::Result<()> {

@@ -50,12 +50,20 @@ impl jsontest::json_test_server::JsonTest for JsonEcho {
     }
 }
 
-/// googleapis' types that `transcoding/v1/echo.proto` uses (`google.api.HttpBody`), from the
-/// protos `fastgrpc-build` bundles.
+/// googleapis' types that `transcoding/v1/echo.proto` uses (`google.api.HttpBody`) and its
+/// `Fail` sends (`google.rpc.Status`, `ErrorInfo`), from the protos `fastgrpc-build` bundles.
 pub mod google {
     /// `google.api`.
     pub mod api {
         include!(concat!(env!("OUT_DIR"), "/google.api.rs"));
+    }
+    /// `google.rpc`.
+    pub mod rpc {
+        include!(concat!(env!("OUT_DIR"), "/google.rpc.rs"));
+    }
+    /// `google.protobuf`, as `google/rpc/error_details.proto` imports it.
+    pub mod protobuf {
+        include!(concat!(env!("OUT_DIR"), "/google.protobuf.rs"));
     }
 }
 
@@ -65,6 +73,197 @@ pub mod transcoding {
     pub mod v1 {
         include!(concat!(env!("OUT_DIR"), "/transcoding.v1.rs"));
     }
+}
+
+/// `transcoding.v1.Echo` answered with what each call was given: what the example
+/// `transcoding_server` and the REST tests serve.
+///
+/// `Fail` fails with its `code` and `message` and one `google.rpc.ErrorInfo` detail
+/// (`ECHO`, `transcoding.v1`); `Watch` sends `count` copies of its request `interval` apart,
+/// then fails with `fail_code` if it is not 0; `Download` answers the bytes of `name` as
+/// `text/plain`; `Upload` a `Book` with the body's content type as `title` and its length as
+/// `pages`. A request whose `name` is `panic` makes `Get` panic.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TranscodingEcho;
+
+impl transcoding::v1::echo_server::Echo for TranscodingEcho {
+    type WatchStream = fastgrpc::BoxStream<transcoding::v1::EchoRequest>;
+
+    fn get(
+        &self,
+        request: fastgrpc::Request<transcoding::v1::EchoRequest>,
+    ) -> impl fastgrpc::RpcFuture<transcoding::v1::EchoRequest> {
+        let request = request.into_inner();
+        if request.name.ends_with("/panic") {
+            panic!("asked to panic");
+        }
+        let interval = request.interval;
+        async move {
+            // A call that takes its `interval` to answer, for deadlines.
+            let interval = interval.map(std_duration).unwrap_or_default();
+            if !interval.is_zero() {
+                tokio::time::sleep(interval).await;
+            }
+            Ok(fastgrpc::Response::new(request))
+        }
+    }
+
+    fn get_path(
+        &self,
+        request: fastgrpc::Request<transcoding::v1::EchoRequest>,
+    ) -> impl fastgrpc::RpcFuture<transcoding::v1::EchoRequest> {
+        echo(request)
+    }
+
+    fn create(
+        &self,
+        request: fastgrpc::Request<transcoding::v1::EchoRequest>,
+    ) -> impl fastgrpc::RpcFuture<transcoding::v1::EchoRequest> {
+        echo(request)
+    }
+
+    fn update(
+        &self,
+        request: fastgrpc::Request<transcoding::v1::EchoRequest>,
+    ) -> impl fastgrpc::RpcFuture<transcoding::v1::EchoRequest> {
+        echo(request)
+    }
+
+    fn replace(
+        &self,
+        request: fastgrpc::Request<transcoding::v1::EchoRequest>,
+    ) -> impl fastgrpc::RpcFuture<transcoding::v1::EchoRequest> {
+        echo(request)
+    }
+
+    fn delete(
+        &self,
+        _: fastgrpc::Request<transcoding::v1::EchoRequest>,
+    ) -> impl fastgrpc::RpcFuture<()> {
+        fastgrpc::FastFuture::ok(fastgrpc::Response::new(()))
+    }
+
+    fn archive(
+        &self,
+        request: fastgrpc::Request<transcoding::v1::EchoRequest>,
+    ) -> impl fastgrpc::RpcFuture<transcoding::v1::EchoRequest> {
+        echo(request)
+    }
+
+    fn search(
+        &self,
+        request: fastgrpc::Request<transcoding::v1::EchoRequest>,
+    ) -> impl fastgrpc::RpcFuture<transcoding::v1::EchoRequest> {
+        echo(request)
+    }
+
+    fn get_book(
+        &self,
+        request: fastgrpc::Request<transcoding::v1::EchoRequest>,
+    ) -> impl fastgrpc::RpcFuture<transcoding::v1::EchoRequest> {
+        echo(request)
+    }
+
+    fn hidden(
+        &self,
+        request: fastgrpc::Request<transcoding::v1::EchoRequest>,
+    ) -> impl fastgrpc::RpcFuture<transcoding::v1::EchoRequest> {
+        echo(request)
+    }
+
+    fn fail(
+        &self,
+        request: fastgrpc::Request<transcoding::v1::FailRequest>,
+    ) -> impl fastgrpc::RpcFuture<transcoding::v1::EchoRequest> {
+        let request = request.into_inner();
+        fastgrpc::FastFuture::err(echo_failure(request.code, &request.message))
+    }
+
+    fn watch(
+        &self,
+        request: fastgrpc::Request<transcoding::v1::EchoRequest>,
+    ) -> impl fastgrpc::RpcFuture<Self::WatchStream> {
+        use futures_util::StreamExt as _;
+        let request = request.into_inner();
+        let interval = request.interval.map(std_duration).unwrap_or_default();
+        let (count, fail_code) = (request.count, request.fail_code);
+        let copies = futures_util::stream::unfold(0, move |sent| {
+            let request = request.clone();
+            async move {
+                if sent >= count {
+                    return None;
+                }
+                if sent > 0 && !interval.is_zero() {
+                    tokio::time::sleep(interval).await;
+                }
+                Some((Ok(request), sent + 1))
+            }
+        });
+        let end = futures_util::stream::iter(
+            (fail_code != 0).then(|| Err(echo_failure(fail_code, "watch failed"))),
+        );
+        let stream: Self::WatchStream = Box::pin(copies.chain(end));
+        fastgrpc::FastFuture::ok(fastgrpc::Response::new(stream))
+    }
+
+    fn download(
+        &self,
+        request: fastgrpc::Request<transcoding::v1::EchoRequest>,
+    ) -> impl fastgrpc::RpcFuture<google::api::HttpBody> {
+        fastgrpc::FastFuture::ok(fastgrpc::Response::new(google::api::HttpBody {
+            content_type: "text/plain".into(),
+            data: request.into_inner().name.into_bytes(),
+            extensions: Vec::new(),
+        }))
+    }
+
+    fn upload(
+        &self,
+        request: fastgrpc::Request<google::api::HttpBody>,
+    ) -> impl fastgrpc::RpcFuture<transcoding::v1::Book> {
+        let body = request.into_inner();
+        fastgrpc::FastFuture::ok(fastgrpc::Response::new(transcoding::v1::Book {
+            title: body.content_type,
+            pages: i64::try_from(body.data.len()).unwrap_or(i64::MAX),
+            ..Default::default()
+        }))
+    }
+}
+
+/// A non-negative protobuf duration as the standard library's; zero for a negative one.
+fn std_duration(duration: fastgrpc::types::Duration) -> std::time::Duration {
+    let seconds = u64::try_from(duration.seconds).unwrap_or(0);
+    let nanos = u32::try_from(duration.nanos).unwrap_or(0);
+    std::time::Duration::new(seconds, nanos)
+}
+
+fn echo<T: Send + 'static>(request: fastgrpc::Request<T>) -> impl fastgrpc::RpcFuture<T> {
+    fastgrpc::FastFuture::ok(fastgrpc::Response::new(request.into_inner()))
+}
+
+/// `code` (`UNKNOWN` if it is none) with `message`, and one `google.rpc.ErrorInfo` detail.
+fn echo_failure(code: i32, message: &str) -> fastgrpc::Status {
+    use prost::Message as _;
+    let info = google::rpc::ErrorInfo {
+        reason: "ECHO".into(),
+        domain: "transcoding.v1".into(),
+        ..Default::default()
+    };
+    let status = google::rpc::Status {
+        code,
+        message: message.into(),
+        details: vec![fastgrpc::types::Any {
+            type_url: "type.googleapis.com/google.rpc.ErrorInfo".into(),
+            value: info.encode_to_vec(),
+        }],
+    };
+    // So that the detail has its JSON form in REST's and Connect's errors.
+    google::rpc::register_json_types();
+    fastgrpc::Status::with_details(
+        fastgrpc::Code::from(code),
+        message,
+        status.encode_to_vec().into(),
+    )
 }
 
 /// The same protos as tonic generates them: its clients, and its servers as a peer.

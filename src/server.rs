@@ -59,6 +59,8 @@ pub struct Builder {
     stats: ServerStats,
     /// Whether each request gets the [`ConnectInfo`](crate::transport::ConnectInfo) of its connection.
     connect_info: bool,
+    /// REST transcoding is off (it is on by default).
+    no_rest: bool,
     #[cfg(feature = "tls")]
     tls: Option<tokio_rustls::rustls::ServerConfig>,
 }
@@ -172,6 +174,17 @@ impl Builder {
         self.router.set_json(DecodeOptions {
             reject_unknown_fields: reject,
         });
+        self
+    }
+
+    /// Whether the `google.api.http` rules of the hosted services answer HTTP/JSON requests
+    /// (REST transcoding; default: yes). A request whose content type is none of gRPC's and
+    /// whose path is no `/package.Service/Method` of a hosted service is matched against every
+    /// service's rules, bound into its method's request and answered in JSON; see the guide's
+    /// section on REST. Two rules of different services that match the same requests make
+    /// serving fail.
+    pub fn rest_transcoding(mut self, enabled: bool) -> Self {
+        self.no_rest = !enabled;
         self
     }
 
@@ -343,9 +356,24 @@ impl Builder {
 
     /// The hosted services, layers and routing as one service, for calls in-process (see
     /// [`Dispatcher`]).
-    pub fn into_dispatcher(self) -> Dispatcher {
+    ///
+    /// # Panics
+    /// If two `google.api.http` rules of different services match the same requests (serving
+    /// fails with the same message instead).
+    pub fn into_dispatcher(mut self) -> Dispatcher {
+        if let Err(conflict) = self.transcode() {
+            panic!("{conflict}");
+        }
         self.layers
             .wrap(self.router, self.cors, self.default_timeout)
+    }
+
+    /// Gathers the services' `google.api.http` rules, unless transcoding is off.
+    fn transcode(&mut self) -> Result<(), String> {
+        if self.no_rest {
+            return Ok(());
+        }
+        self.router.transcode()
     }
 
     /// Puts a [`ConnectInfo`](crate::transport::ConnectInfo) (the peer's and the server's addresses, and over TLS the
@@ -466,7 +494,8 @@ impl Builder {
     ///   shutdown, and the error is returned.
     ///
     /// Nothing else fails once serving has started; the other `serve*` methods can also fail to
-    /// bind first.
+    /// bind first. Before it starts, serving fails (`InvalidInput`) if two `google.api.http`
+    /// rules of different services match the same requests.
     ///
     /// A connection type of your own implements
     /// [`Connected`], which tells its addresses (or nothing) to
@@ -491,13 +520,19 @@ impl Builder {
     ///     .await
     /// # }
     /// ```
-    pub async fn serve_with_incoming<I, IO, E, F>(self, incoming: I, signal: F) -> io::Result<()>
+    pub async fn serve_with_incoming<I, IO, E, F>(
+        mut self,
+        incoming: I,
+        signal: F,
+    ) -> io::Result<()>
     where
         I: Stream<Item = Result<IO, E>>,
         IO: AsyncRead + AsyncWrite + Connected + Send + Unpin + 'static,
         E: Into<BoxError>,
         F: Future<Output = ()>,
     {
+        self.transcode()
+            .map_err(|conflict| io::Error::new(io::ErrorKind::InvalidInput, conflict))?;
         #[cfg(feature = "tls")]
         let tls = self.tls.map(|config| {
             tls::Acceptor::new(tls::with_default_alpn(config, self.connection.accept_http1))

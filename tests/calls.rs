@@ -1,6 +1,7 @@
 //! What a call does, above the connection that carries it: unary and streaming calls,
 //! deadlines, compression, gRPC-Web, middleware and interceptors, tonic services and clients,
-//! the interop cases, metrics, `map_async`; REST transcoding's matching and binding.
+//! the interop cases, metrics, `map_async`; REST transcoding's matching and binding, and REST
+//! calls end to end.
 
 mod compression;
 mod connect;
@@ -14,4 +15,5 @@ mod protojson;
 mod rest;
 mod streaming;
 mod tonic_compat;
+mod transcoding;
 mod unary;

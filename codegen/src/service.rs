@@ -232,6 +232,10 @@ fn server_module(
                     &[#(#method_names),*]
                 }
 
+                fn max_request_size(&self) -> usize {
+                    self.config.max_request_size()
+                }
+
                 #http_rules_method
             }
 

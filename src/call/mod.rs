@@ -166,8 +166,21 @@ impl Call {
         Decoding {
             format: wire.format,
             json: self.json,
-            malformed_is_invalid_argument: wire.is_connect(),
+            malformed_is_invalid_argument: wire.is_connect() || wire.is_rest(),
         }
+    }
+
+    /// The call is a REST call (the router found no hosted service by its path, and its
+    /// content type is none of gRPC's): its answers are REST's, whoever writes them, its
+    /// reply stream Server-Sent Events if `events`.
+    pub(crate) fn become_rest(&mut self, events: bool) {
+        self.wire = Some(Wire::rest(events));
+        self.form = Form::Grpc;
+    }
+
+    /// Whether the call is a REST call.
+    pub(crate) fn is_rest(&self) -> bool {
+        self.wire.is_some_and(Wire::is_rest)
     }
 
     /// The server reads JSON messages as `json` says.

@@ -95,6 +95,12 @@ impl HandlerConfig {
         self
     }
 
+    /// The largest request message accepted, in bytes.
+    #[doc(hidden)]
+    pub fn max_request_size(&self) -> usize {
+        self.max_decoding_message_size
+    }
+
     /// Limits the size of an encoded reply message.
     pub fn max_encoding_message_size(mut self, limit: usize) -> Self {
         self.max_encoding_message_size = limit;

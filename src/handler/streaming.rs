@@ -42,7 +42,10 @@ where
     M: FnOnce(tonic::Request<Req>) -> F + Send + 'static,
     F: Future<Output = Result<tonic::Response<S>, Status>> + Send + 'static,
 {
-    if let Some(refused) = refuse_bare(call) {
+    // A REST call's one bound message is the request this method takes.
+    if !call.wire_or_grpc().is_rest()
+        && let Some(refused) = refuse_bare(call)
+    {
         return refused;
     }
     respond(
@@ -104,8 +107,9 @@ where
     )
 }
 
-/// The refusal of a Connect unary request (one bare message, its answer one too) to a
-/// streaming method; `None` for any other request.
+/// The refusal of a Connect unary request (one bare message, its answer one too) or a REST
+/// request (one message bound from path, query and body) to a method taking a stream of
+/// requests; `None` for any other request.
 fn refuse_bare(call: &Call) -> Option<ResponseFuture> {
     call.wire_or_grpc()
         .bare()

@@ -93,7 +93,8 @@ pub(crate) trait Calls: Sized {
     /// What the layer above read of a request's head (when its time is up, among the rest),
     /// kept with the stream until its call starts, and with its reply body.
     type Call: Copy + Send + 'static;
-    /// A call that did not answer at once.
+    /// A call that did not answer at once, with what the layer above knows of it by then
+    /// (starting may have changed what its head said).
     type Pending;
 
     /// A request's head arrived: what the layer above reads of it (its deadline counted from
@@ -120,7 +121,7 @@ pub(crate) trait Calls: Sized {
     ) -> (Started<Reply<Self>, Self::Pending>, std::time::Instant);
 
     /// Finishes a call that waited, in a task of its own; its reply goes back through `later`.
-    fn finish_later(&self, pending: Self::Pending, call: Self::Call, later: Later<Self>);
+    fn finish_later(&self, pending: Self::Pending, later: Later<Self>);
 
     /// What a reply's body is.
     fn outgoing(body: Self::Body) -> Outgoing<Self::Body>;

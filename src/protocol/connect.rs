@@ -128,17 +128,25 @@ pub(crate) fn end_stream(status: Option<&Status>, metadata: &HeaderMap) -> Bytes
 /// The `google.rpc.Status` a gRPC status's details are (what `grpc-status-details-bin`
 /// carries); only its details are read here.
 #[derive(Clone, PartialEq, prost::Message)]
-struct RpcStatus {
+pub(crate) struct RpcStatus {
     #[prost(message, repeated, tag = "3")]
-    details: Vec<crate::types::Any>,
+    pub(crate) details: Vec<crate::types::Any>,
+}
+
+/// The `google.rpc.Status` a status's details (`encoded`) are, if they are one.
+pub(crate) fn rpc_status(encoded: &[u8]) -> Option<RpcStatus> {
+    if encoded.is_empty() {
+        return None;
+    }
+    let status = <RpcStatus as prost::Message>::decode(encoded);
+    if status.is_err() {
+        tracing::debug!("status details are not a google.rpc.Status; not sent");
+    }
+    status.ok()
 }
 
 fn details(encoded: &[u8]) -> Vec<serde_json::Value> {
-    if encoded.is_empty() {
-        return Vec::new();
-    }
-    let Ok(status) = <RpcStatus as prost::Message>::decode(encoded) else {
-        tracing::debug!("status details are not a google.rpc.Status; not sent over Connect");
+    let Some(status) = rpc_status(encoded) else {
         return Vec::new();
     };
     status

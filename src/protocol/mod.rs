@@ -1,5 +1,6 @@
-//! What gRPC, gRPC-Web and Connect each are: how a request names its protocol and message
-//! format ([`Wire`], read from its `content-type` in one place), and how each protocol frames
+//! What gRPC, gRPC-Web, Connect and REST each are: how a request names its protocol and
+//! message format ([`Wire`], read from its `content-type` in one place; REST, which any content
+//! type may carry, is told by the router from the request's path), and how each protocol frames
 //! messages and writes a call's status.
 //!
 //! Each protocol has one writer of failures, which every answer that fails goes through, whoever
@@ -7,12 +8,14 @@
 //! caught): [`Wire::failure`] for a call that fails before its reply began, [`Wire::ending`]
 //! for a reply stream that fails under way. `grpc` writes gRPC's (trailers-only, or trailers),
 //! `web` gRPC-Web's (the status in the body's last frame), `connect` Connect's (an HTTP status
-//! and a JSON error, or a stream's end-of-stream message).
+//! and a JSON error, or a stream's end-of-stream message), `rest` REST's (an HTTP status and a
+//! `google.rpc.Status`, or a stream's last line or event).
 
 pub(crate) mod connect;
 pub(crate) mod grpc;
 pub(crate) mod http_error;
 pub(crate) mod in_band;
+pub(crate) mod rest;
 pub(crate) mod web;
 
 use bytes::Bytes;
@@ -41,6 +44,13 @@ pub(crate) enum Protocol {
     /// Connect's streaming protocol, `application/connect+proto` and `+json`: enveloped
     /// messages, the status in an end-of-stream message.
     ConnectStream,
+    /// REST transcoding (`google.api.http`): a request the rules of a hosted service match,
+    /// bound into a JSON message; the answer is JSON with the status as the HTTP status, a
+    /// reply stream lines of JSON, or Server-Sent Events if `events`.
+    Rest {
+        /// The client asked for `text/event-stream`.
+        events: bool,
+    },
 }
 
 /// A request's protocol and message format.
@@ -139,7 +149,23 @@ impl Wire {
 
     /// Whether the request carries one bare message, not gRPC's length-prefixed frames.
     pub(crate) fn bare(self) -> bool {
-        self.protocol == Protocol::ConnectUnary
+        matches!(
+            self.protocol,
+            Protocol::ConnectUnary | Protocol::Rest { .. }
+        )
+    }
+
+    /// The wire of a REST call: JSON messages, the reply stream as events if `events`.
+    pub(crate) fn rest(events: bool) -> Wire {
+        Wire {
+            protocol: Protocol::Rest { events },
+            format: Format::Json,
+        }
+    }
+
+    /// Whether the call is a REST call.
+    pub(crate) fn is_rest(self) -> bool {
+        matches!(self.protocol, Protocol::Rest { .. })
     }
 
     /// The headers that carry the request's encoding and those its client accepts.
@@ -147,7 +173,11 @@ impl Wire {
         match self.protocol {
             Protocol::ConnectUnary => EncodingHeaders::CONNECT_UNARY,
             Protocol::ConnectStream => EncodingHeaders::CONNECT_STREAM,
-            Protocol::Grpc | Protocol::GrpcWeb | Protocol::GrpcWebText => EncodingHeaders::GRPC,
+            // A REST call's body is bound into its message before the handler reads it, and
+            // its client sends no gRPC header: nothing is compressed either way.
+            Protocol::Grpc | Protocol::GrpcWeb | Protocol::GrpcWebText | Protocol::Rest { .. } => {
+                EncodingHeaders::GRPC
+            }
         }
     }
 
@@ -177,6 +207,7 @@ impl Wire {
             Protocol::GrpcWeb | Protocol::GrpcWebText => web::Web::of(self).failure(status),
             Protocol::ConnectUnary => connect::error_response(status),
             Protocol::ConnectStream => connect::failed_stream(status, self.format),
+            Protocol::Rest { .. } => rest::failure(status),
         }
     }
 
@@ -193,6 +224,10 @@ impl Wire {
             },
             Protocol::ConnectStream => Ending {
                 data: Some(connect::end_stream(Some(status), &HeaderMap::new())),
+                trailers: None,
+            },
+            Protocol::Rest { events } => Ending {
+                data: Some(rest::ending(status, events)),
                 trailers: None,
             },
             // A unary answer is whole when it goes out: nothing is under way to end.

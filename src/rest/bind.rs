@@ -462,6 +462,8 @@ mod tests {
             body,
             response_body: None,
             request: &REQUEST,
+            response: "t.Reply",
+            server_streaming: false,
         }
     }
 

@@ -41,7 +41,16 @@ pub struct Rule {
     pub response_body: Option<&'static str>,
     /// The request message's fields, as the path and the query set them.
     pub request: &'static FieldTable,
+    /// The reply message's full name, `package.Message` (`google.api.HttpBody` for a reply
+    /// that is raw bytes with their content type).
+    pub response: &'static str,
+    /// Whether the method answers with a stream of replies.
+    pub server_streaming: bool,
 }
+
+/// The full name of `google.api.HttpBody`: a request or reply that is an HTTP body as it is,
+/// bytes and their content type, not JSON.
+pub(crate) const HTTP_BODY: &str = "google.api.HttpBody";
 
 /// The HTTP method of a rule: `get`, `put`, `post`, `delete`, `patch`, or `custom`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -273,7 +273,9 @@ fn translate(response: http::Response<ResponseBody>, wire: Wire) -> ResponseFutu
 
 /// A body's data (all of it, joined) and trailers; an error or more than `MAX_GATHERED`
 /// bytes is the status to fail the call with.
-async fn gather(mut body: ResponseBody) -> Result<(Option<Bytes>, Option<HeaderMap>), Status> {
+pub(super) async fn gather(
+    mut body: ResponseBody,
+) -> Result<(Option<Bytes>, Option<HeaderMap>), Status> {
     let mut data = BytesMut::new();
     let mut trailers = None;
     while let Some(frame) = std::future::poll_fn(|cx| pin!(&mut body).poll_frame(cx)).await {

@@ -55,6 +55,8 @@ pub struct Dispatcher {
 
 struct Inner {
     route: Route,
+    /// The router (also inside the layers, if any), which tells REST calls apart.
+    router: Arc<Router>,
     /// Who may call from pages of other origins.
     cors: Cors,
     /// The server's own timeout, for calls made in-process (the transports read it too).
@@ -63,7 +65,7 @@ struct Inner {
 
 enum Route {
     /// No server-wide layers: straight to the router.
-    Direct(Router),
+    Direct,
     /// Through the layers, then the router.
     Layered(FromTower<Boxed>),
 }
@@ -87,6 +89,8 @@ impl FastService for Dispatcher {
 
     #[inline]
     fn serve(&self, request: http::Request<RequestBody>, call: &mut Call) -> ResponseFuture {
+        // Before anything can answer: a REST call's every answer is in REST's form.
+        super::rest::mark(&self.inner.router, &request, call);
         let Some(origin) = cors::origin(request.headers()) else {
             return self.inner.answer(request, call);
         };
@@ -135,7 +139,7 @@ impl Inner {
     #[inline]
     fn route(&self, request: http::Request<RequestBody>, call: &mut Call) -> ResponseFuture {
         match &self.route {
-            Route::Direct(router) => router.serve(request, call),
+            Route::Direct => self.router.serve(request, call),
             Route::Layered(stack) => {
                 // A layer's own refusal (a timeout, load shedding) is made in gRPC's form,
                 // outside the router that translates the other protocols' answers.
@@ -161,13 +165,14 @@ fn in_own_form(response: http::Response<ResponseBody>, wire: Wire) -> http::Resp
         Protocol::ConnectUnary | Protocol::ConnectStream => {
             super::connect::in_connect_form(response, wire)
         }
+        Protocol::Rest { .. } => super::rest::in_rest_form(response),
     }
 }
 
 impl fmt::Debug for Dispatcher {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.inner.route {
-            Route::Direct(router) => f.debug_tuple("Direct").field(router).finish(),
+            Route::Direct => f.debug_tuple("Direct").field(&self.inner.router).finish(),
             Route::Layered(_) => f.write_str("Layered"),
         }
     }
@@ -181,11 +186,20 @@ struct Routed(Arc<Router>);
 impl FastService for Routed {
     fn call(&self, request: http::Request<RequestBody>) -> ResponseFuture {
         let mut call = Call::of_request(&request);
+        super::rest::mark(&self.0, &request, &mut call);
         self.0.serve(request, &mut call)
     }
 }
 
 crate::__tower_service_of_fast_service!(Routed);
+
+impl Dispatcher {
+    /// Whether the server answers REST calls (`google.api.http`): then a request in no
+    /// protocol it speaks may still be one.
+    pub(crate) fn transcodes(&self) -> bool {
+        self.inner.router.transcodes()
+    }
+}
 
 /// Wraps the service inside it in one more layer.
 type Wrap = Box<dyn FnOnce(Boxed) -> Boxed + Send>;
@@ -221,16 +235,18 @@ impl Layers {
         cors: Cors,
         default_timeout: Option<Duration>,
     ) -> Dispatcher {
+        let router = Arc::new(router);
         if self.wraps.is_empty() {
             return Dispatcher {
                 inner: Arc::new(Inner {
-                    route: Route::Direct(router),
+                    route: Route::Direct,
+                    router,
                     cors,
                     default_timeout,
                 }),
             };
         }
-        let base = BoxCloneService::new(Routed(Arc::new(router)).map_err(BoxError::from));
+        let base = BoxCloneService::new(Routed(Arc::clone(&router)).map_err(BoxError::from));
         let stack = self
             .wraps
             .into_iter()
@@ -239,6 +255,7 @@ impl Layers {
         Dispatcher {
             inner: Arc::new(Inner {
                 route: Route::Layered(FromTower::new(stack)),
+                router,
                 cors,
                 default_timeout,
             }),

@@ -200,6 +200,14 @@ impl<S: FastService, I: Interceptor> FastService for Intercepted<S, I> {
     fn method_names(&self) -> &'static [&'static str] {
         self.service.method_names()
     }
+
+    fn http_rules(&self) -> &'static [crate::rest::Rule] {
+        self.service.http_rules()
+    }
+
+    fn max_request_size(&self) -> usize {
+        self.service.max_request_size()
+    }
 }
 
 crate::__tower_service_of_fast_service!(<S: FastService, I: Interceptor> Intercepted<S, I>);

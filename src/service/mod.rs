@@ -15,6 +15,7 @@ mod dispatch;
 mod for_tonic;
 mod from_tower;
 mod intercept;
+mod rest;
 mod router;
 
 pub use self::connect::ConnectGet;
@@ -56,6 +57,13 @@ pub trait FastService: Send + Sync + 'static {
     #[doc(hidden)]
     fn http_rules(&self) -> &'static [crate::rest::Rule] {
         &[]
+    }
+
+    /// The largest request message the service decodes, in bytes: a REST call's body is read
+    /// whole up to it before it is bound into the message.
+    #[doc(hidden)]
+    fn max_request_size(&self) -> usize {
+        crate::codec::DEFAULT_MAX_RECEIVE_MESSAGE_SIZE
     }
 
     /// Serves one call whose context (`call`) its transport read from the request's head

@@ -7,6 +7,7 @@ use std::fmt;
 
 use super::FastService;
 use super::connect;
+use super::rest::{self, RestRoutes};
 use crate::FastFuture;
 use crate::body::RequestBody;
 use crate::call::Call;
@@ -29,6 +30,9 @@ pub(crate) struct Router {
     metrics: Option<Metrics>,
     /// How every call's JSON messages are read.
     json: DecodeOptions,
+    /// The `google.api.http` rules of the hosted services, if they have any and the server
+    /// transcodes.
+    rest: Option<RestRoutes>,
 }
 
 /// A hosted service.
@@ -70,6 +74,44 @@ impl Router {
         }
     }
 
+    /// Gathers the `google.api.http` rules of every hosted service, for REST transcoding;
+    /// fails, naming both methods, on two rules that match the same requests.
+    pub(crate) fn transcode(&mut self) -> Result<(), String> {
+        self.rest = RestRoutes::new(
+            self.routes
+                .iter()
+                .enumerate()
+                .map(|(index, route)| (index, route.service.http_rules())),
+        )?;
+        Ok(())
+    }
+
+    /// Whether any hosted service has `google.api.http` rules the server answers.
+    pub(crate) fn transcodes(&self) -> bool {
+        self.rest.is_some()
+    }
+
+    /// Whether `path` is `/package.Service/Method` of a hosted service.
+    pub(crate) fn hosts(&self, path: &str) -> bool {
+        self.route(path).is_some()
+    }
+
+    /// The service at `index`.
+    pub(super) fn service(&self, index: usize) -> &dyn FastService {
+        &*self.routes[index].service
+    }
+
+    /// Serves `request`, a call of the service at `index`, as gRPC: observed as
+    /// [`serve_grpc`](Self::serve_grpc) observes calls.
+    pub(super) fn serve_service(
+        &self,
+        index: usize,
+        request: http::Request<RequestBody>,
+        call: &mut Call,
+    ) -> ResponseFuture {
+        self.serve_observed(self.routes.get(index), request, call)
+    }
+
     /// Reads every call's JSON messages as `json` says.
     pub(crate) fn set_json(&mut self, json: DecodeOptions) {
         self.json = json;
@@ -96,6 +138,11 @@ impl Router {
         call: &mut Call,
     ) -> ResponseFuture {
         call.set_json(self.json);
+        if call.is_rest()
+            && let Some(routes) = &self.rest
+        {
+            return rest::serve(self, routes, request, call);
+        }
         if request.method() == http::Method::GET && request.uri().query().is_some() {
             return match connect::get_request(request) {
                 Some(Ok(request)) => self.serve_connect(request, call),
@@ -120,6 +167,12 @@ impl Router {
                 return self.serve_connect(request, call);
             }
             Protocol::GrpcWeb | Protocol::GrpcWebText => Web::of(wire),
+            // Marked REST by a router with rules, served by one without (never in a server).
+            Protocol::Rest { .. } => {
+                let path = status::excerpt(request.uri().path());
+                let status = tonic::Status::not_found(format!("no route for {path}"));
+                return FastFuture::ok(call.failure(&status));
+            }
         };
         match web.grpc_request(request) {
             Ok(request) => self
@@ -144,12 +197,19 @@ impl Router {
     /// observed (`observe`) if anything wants to see it. A handler may answer in the call's own
     /// form if the router asked (`Call::ask_own_form`), unless an observer reads the gRPC form.
     #[inline]
-    fn serve_grpc(
+    fn serve_grpc(&self, request: http::Request<RequestBody>, call: &mut Call) -> ResponseFuture {
+        let route = self.route(request.uri().path());
+        self.serve_observed(route, request, call)
+    }
+
+    /// Answers a call of `route` (`None`: no hosted service has its name) as gRPC, observed.
+    #[inline]
+    fn serve_observed(
         &self,
+        route: Option<&Route>,
         mut request: http::Request<RequestBody>,
         call: &mut Call,
     ) -> ResponseFuture {
-        let route = self.route(request.uri().path());
         #[cfg(feature = "opentelemetry")]
         let meter = self
             .metrics

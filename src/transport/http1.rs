@@ -372,7 +372,8 @@ fn answer(
         Some(wire) if wire.protocol == Protocol::Grpc => {
             Some(crate::protocol::http_error::http_version_not_supported())
         }
-        None if head.method == http::Method::POST => {
+        // A REST call may have any content type: the router tells.
+        None if head.method == http::Method::POST && !shared.service.transcodes() => {
             Some(crate::protocol::http_error::unsupported_media_type())
         }
         _ => None,
@@ -380,10 +381,10 @@ fn answer(
     if let Some(refusal) = refusal {
         return refuse(body, refusal);
     }
-    let small = head.method == http::Method::POST
-        && http_body::Body::size_hint(&body)
-            .exact()
-            .is_some_and(|len| len <= MAX_READ_FIRST);
+    // A call's body comes with a POST; a REST call's may come with another method too.
+    let small = http_body::Body::size_hint(&body)
+        .exact()
+        .is_some_and(|len| len <= MAX_READ_FIRST && (len > 0 || head.method == http::Method::POST));
     if small {
         let reading_deadline = call
             .deadline()

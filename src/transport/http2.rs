@@ -79,7 +79,8 @@ struct ServerCalls {
 impl Calls for ServerCalls {
     type Body = ResponseBody;
     type Call = Call;
-    type Pending = ResponseFuture;
+    /// The call's answer, and the call as starting left it (a REST call is marked so then).
+    type Pending = (ResponseFuture, Call);
 
     #[inline]
     fn read(&self, head: &mut http::request::Parts) -> Result<Call, http::Response<ResponseBody>> {
@@ -103,7 +104,10 @@ impl Calls for ServerCalls {
         body: RequestData,
         mut call: Call,
         now: std::time::Instant,
-    ) -> (Started, std::time::Instant) {
+    ) -> (
+        crate::http2::Started<(http::Response<ResponseBody>, Option<Call>), Self::Pending>,
+        std::time::Instant,
+    ) {
         let body = match body {
             RequestData::Whole(data) => RequestBody::whole(data),
             RequestData::Streaming(stream) => RequestBody::engine(stream),
@@ -111,11 +115,15 @@ impl Calls for ServerCalls {
         let request = http::Request::from_parts(head, body);
         // Adaptive inline times the call's first poll from this reading, and leaves its own.
         call.start_clock(now);
-        let started = start_call(&self.shared, self.connect_info.as_ref(), request, &mut call);
+        let started = match start_call(&self.shared, self.connect_info.as_ref(), request, &mut call)
+        {
+            Started::Ready(reply) => crate::http2::Started::Ready(reply),
+            Started::Pending(pending) => crate::http2::Started::Pending((pending, call)),
+        };
         (started, call.ended())
     }
 
-    fn finish_later(&self, pending: ResponseFuture, call: Call, later: Later<Self>) {
+    fn finish_later(&self, (pending, call): (ResponseFuture, Call), later: Later<Self>) {
         self.activity.spawn(async move {
             let reset = poll_fn(|cx| later.poll_reset(cx));
             if let Some(reply) = finish_call(pending, call, reset).await {

@@ -534,6 +534,8 @@ fn tables(
         };
         let response_body = option_tokens(binding.response_body.as_deref());
         let request = names.fields(method.input_type());
+        let response = method.output_type().trim_start_matches('.');
+        let server_streaming = method.server_streaming();
         quote! {
             rest::Rule {
                 path: #path,
@@ -543,6 +545,8 @@ fn tables(
                 body: #body,
                 response_body: #response_body,
                 request: &#request,
+                response: #response,
+                server_streaming: #server_streaming,
             }
         }
     });

@@ -112,7 +112,7 @@ where
                     shared,
                     outbox: Arc::clone(&self.outbox),
                 };
-                self.calls.finish_later(pending, call, later);
+                self.calls.finish_later(pending, later);
             }
         }
         now

@@ -1,0 +1,559 @@
+//! REST transcoding (`google.api.http`) served beside gRPC and Connect, by the same handlers.
+//!
+//! When the server is built, the rules of every hosted service go into one matcher
+//! ([`RestRoutes`]). A request is REST when its content type is none of gRPC's and its path
+//! names no hosted service (`POST /v1/search:query` with `application/json` looks like
+//! Connect by its content type, but its path is no `/package.Service/Method`): the dispatcher
+//! marks its call so ([`mark`]) before anything can answer it, so that a refusal, a panic and
+//! a deadline are answered in REST's form (`protocol/rest.rs`) as any other protocol's are.
+//!
+//! The router then serves it here ([`serve`]): the rule its method and path find (404, or 405
+//! with `Allow`), its request message as JSON from the path's variables, the query and the
+//! body (`rest::request_json`; a `google.api.HttpBody` takes the body as it is), and a call of
+//! the rule's method on its service, as a unary JSON call of `/package.Service/Method`, through
+//! the interceptors, observation and handler every call goes through. The gRPC-form answer
+//! (JSON messages) becomes REST's here: the reply alone, or a stream of lines or events.
+//!
+//! A body that is not whole yet is read by the handler, as a Connect call's is: it is bound
+//! then, in the body the handler reads ([`BindLater`]).
+
+use std::borrow::Cow;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use bytes::{Buf, Bytes, BytesMut};
+use http::header::{ACCEPT, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE};
+use http::{HeaderMap, HeaderValue};
+use http_body::{Body as _, Frame};
+use serde_json::{Map, Value};
+use tonic::{Code, Status};
+
+use super::router::Router;
+use crate::FastFuture;
+use crate::body::{RequestBody, ResponseBody};
+use crate::call::Call;
+use crate::codec::FRAME_HEADER_LEN;
+use crate::handler::ResponseFuture;
+use crate::protocol::{Protocol, rest};
+use crate::rest::{BindOptions, Binding, Body, FieldKind, HTTP_BODY, Lookup, Routes, Rule};
+use crate::status;
+
+/// The rules of every hosted service in one matcher: each rule with the index of its service
+/// in the router.
+pub(crate) struct RestRoutes {
+    routes: Routes<(usize, &'static Rule)>,
+}
+
+impl RestRoutes {
+    /// The matcher of `services`' rules (each a router index and its service's rules); `None`
+    /// when no service has any. Two rules that match the same requests are refused, naming
+    /// both methods.
+    pub(crate) fn new(
+        services: impl Iterator<Item = (usize, &'static [Rule])>,
+    ) -> Result<Option<RestRoutes>, String> {
+        let rules: Vec<(usize, &'static Rule)> = services
+            .flat_map(|(index, rules)| rules.iter().map(move |rule| (index, rule)))
+            .collect();
+        if rules.is_empty() {
+            return Ok(None);
+        }
+        let routes = Routes::new(
+            rules
+                .iter()
+                .map(|&(index, rule)| (rule.http_method, rule.template, (index, rule))),
+        )
+        .map_err(|error| match error {
+            crate::rest::RouteError::Conflict { first, second } => format!(
+                "the google.api.http rules of {} and {} both answer {} {}",
+                rules[first].1.path,
+                rules[second].1.path,
+                rules[second].1.http_method.as_str(),
+                rules[second].1.template.text
+            ),
+            other => format!("a google.api.http rule the server cannot use: {other}"),
+        })?;
+        Ok(Some(RestRoutes { routes }))
+    }
+}
+
+/// Marks `call` as a REST call if it is one: the server has rules, its content type is none
+/// of gRPC's, and its path names no service of `router`. A gRPC call costs a comparison.
+#[inline]
+pub(crate) fn mark(router: &Router, request: &http::Request<RequestBody>, call: &mut Call) {
+    if let Some(wire) = call.wire()
+        && matches!(
+            wire.protocol,
+            Protocol::Grpc | Protocol::GrpcWeb | Protocol::GrpcWebText | Protocol::Rest { .. }
+        )
+    {
+        return;
+    }
+    if !router.transcodes() || router.hosts(request.uri().path()) {
+        return;
+    }
+    let events = request.headers().get_all(ACCEPT).iter().any(|value| {
+        value
+            .as_bytes()
+            .windows(17)
+            .any(|w| w == b"text/event-stream")
+    });
+    call.become_rest(events);
+}
+
+/// Serves `request`, a REST call: the rule it matches, its request message bound, the rule's
+/// method called on its service, and the answer in REST's form.
+pub(crate) fn serve(
+    router: &Router,
+    routes: &RestRoutes,
+    request: http::Request<RequestBody>,
+    call: &mut Call,
+) -> ResponseFuture {
+    let events = matches!(
+        call.wire_or_grpc().protocol,
+        Protocol::Rest { events: true }
+    );
+    let (mut parts, body) = request.into_parts();
+    let found = match routes.routes.find(&parts.method, parts.uri.path()) {
+        Lookup::Found(found) => found,
+        Lookup::MethodNotAllowed(allowed) => {
+            return FastFuture::ok(rest::method_not_allowed(&parts.method, &allowed));
+        }
+        Lookup::NotFound => {
+            let status = Status::not_found(format!(
+                "no route for {} {}",
+                status::excerpt(parts.method.as_str()),
+                status::excerpt(parts.uri.path())
+            ));
+            return FastFuture::ok(call.failure(&status));
+        }
+    };
+    let (index, rule) = *found.value();
+    let limit = router.service(index).max_request_size();
+    let bound = found.bindings().and_then(|bindings| {
+        let input = Input {
+            rule,
+            query: parts.uri.query(),
+            content_type: parts.headers.get(CONTENT_TYPE),
+            limit,
+        };
+        check_encoding(&parts.headers)?;
+        match body.into_whole() {
+            Ok(data) => input
+                .bind(&bindings, &data)
+                .map(|json| RequestBody::whole(json.into())),
+            Err(body) => Ok(RequestBody::new(BindLater {
+                body,
+                read: BytesMut::new(),
+                bindings: bindings
+                    .iter()
+                    .map(|binding| (binding.field.to_vec(), binding.value.to_string()))
+                    .collect(),
+                rule,
+                query: input.query.map(str::to_owned),
+                content_type: input.content_type.cloned(),
+                limit,
+                done: false,
+            })),
+        }
+    });
+    let body = match bound {
+        Ok(body) => body,
+        Err(status) => return FastFuture::ok(call.failure(&status)),
+    };
+    // The call the rule stands for: a unary JSON call of its method, with the request's
+    // headers as its metadata.
+    parts.method = http::Method::POST;
+    parts.uri = http::Uri::from_static(rule.path);
+    for name in [CONTENT_LENGTH, CONTENT_ENCODING] {
+        parts.headers.remove(name);
+    }
+    for name in [
+        crate::compression::GRPC_ENCODING,
+        crate::compression::GRPC_ACCEPT_ENCODING,
+    ] {
+        parts.headers.remove(name);
+    }
+    parts
+        .headers
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    let request = http::Request::from_parts(parts, body);
+    router
+        .serve_service(index, request, call)
+        .and_then(move |response| answer(response, rule, events))
+}
+
+/// Refuses a compressed body: it would have to be decompressed before it is bound.
+fn check_encoding(headers: &HeaderMap) -> Result<(), Status> {
+    match headers.get(CONTENT_ENCODING) {
+        Some(encoding) if !encoding.as_bytes().eq_ignore_ascii_case(b"identity") => Err(
+            Status::unimplemented("a REST request's body cannot be compressed (content-encoding)"),
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// What a REST request's message is bound from, besides the path's variables and the body.
+struct Input<'a> {
+    rule: &'static Rule,
+    query: Option<&'a str>,
+    content_type: Option<&'a HeaderValue>,
+    limit: usize,
+}
+
+impl Input<'_> {
+    /// The request message's JSON, from the path's `bindings`, the query and `body`.
+    fn bind(&self, bindings: &[Binding<'_, '_>], body: &[u8]) -> Result<Vec<u8>, Status> {
+        if body.len() > self.limit {
+            return Err(body_too_large(body.len(), self.limit));
+        }
+        let rule = self.rule;
+        let options = BindOptions::default();
+        // A `google.api.HttpBody` takes the body as it is: its bytes and content type.
+        let http_body = || {
+            let content_type = self
+                .content_type
+                .and_then(|value| value.to_str().ok())
+                .unwrap_or_default();
+            serde_json::json!({
+                "contentType": content_type,
+                "data": base64::Engine::encode(&base64::engine::general_purpose::STANDARD, body),
+            })
+        };
+        let http_body_field = match rule.body {
+            Body::All if rule.request.message == HTTP_BODY => {
+                let json = crate::rest::request_json(rule, bindings, None, b"", options)?;
+                return merged(&json, None, http_body());
+            }
+            Body::Field(name) => rule.request.field(name).filter(|field| {
+                matches!(field.kind, FieldKind::Message(table) if table.message == HTTP_BODY)
+            }),
+            _ => None,
+        };
+        match http_body_field {
+            Some(field) => {
+                let json = crate::rest::request_json(rule, bindings, self.query, b"", options)?;
+                merged(&json, Some(field.json_name), http_body())
+            }
+            None => crate::rest::request_json(rule, bindings, self.query, body, options),
+        }
+    }
+}
+
+/// `json`, an object, with `value` under `field`, or with `value`'s members if no field.
+fn merged(json: &[u8], field: Option<&str>, value: Value) -> Result<Vec<u8>, Status> {
+    let mut object: Map<String, Value> = serde_json::from_slice(json)
+        .map_err(|error| Status::internal(format!("the request's JSON: {error}")))?;
+    match (field, value) {
+        (Some(field), value) => {
+            object.insert(field.to_owned(), value);
+        }
+        (None, Value::Object(members)) => object.extend(members),
+        (None, _) => {}
+    }
+    serde_json::to_vec(&object)
+        .map_err(|error| Status::internal(format!("the request's JSON: {error}")))
+}
+
+fn body_too_large(len: usize, limit: usize) -> Status {
+    Status::resource_exhausted(format!(
+        "the request's body is larger than the server accepts ({len} > {limit} bytes)"
+    ))
+}
+
+/// A REST request's body still arriving, read whole (within the limit) and bound into the
+/// request message's JSON, which is what the handler then reads; a failure is the body's
+/// error, which the handler answers with.
+struct BindLater {
+    body: RequestBody,
+    read: BytesMut,
+    bindings: Vec<(Vec<Box<str>>, String)>,
+    rule: &'static Rule,
+    query: Option<String>,
+    content_type: Option<HeaderValue>,
+    limit: usize,
+    done: bool,
+}
+
+impl http_body::Body for BindLater {
+    type Data = Bytes;
+    type Error = Status;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+        let this = self.get_mut();
+        if this.done {
+            return Poll::Ready(None);
+        }
+        loop {
+            match ready!(Pin::new(&mut this.body).poll_frame(cx)) {
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        if this.read.len() + data.len() > this.limit {
+                            this.done = true;
+                            let len = this.read.len() + data.len();
+                            return Poll::Ready(Some(Err(body_too_large(len, this.limit))));
+                        }
+                        this.read.extend_from_slice(&data);
+                    }
+                }
+                Some(Err(status)) => {
+                    this.done = true;
+                    return Poll::Ready(Some(Err(status)));
+                }
+                None => break,
+            }
+        }
+        this.done = true;
+        let bindings: Vec<Binding<'_, '_>> = this
+            .bindings
+            .iter()
+            .map(|(field, value)| Binding {
+                field,
+                value: Cow::Borrowed(value),
+            })
+            .collect();
+        let input = Input {
+            rule: this.rule,
+            query: this.query.as_deref(),
+            content_type: this.content_type.as_ref(),
+            limit: this.limit,
+        };
+        Poll::Ready(Some(
+            input
+                .bind(&bindings, &this.read)
+                .map(|json| Frame::data(Bytes::from(json))),
+        ))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.done
+    }
+}
+
+/// The gRPC-form answer of a REST call's method in REST's form.
+fn answer(
+    response: http::Response<ResponseBody>,
+    rule: &'static Rule,
+    events: bool,
+) -> ResponseFuture {
+    if rule.server_streaming {
+        return stream_answer(response, rule, events);
+    }
+    let (head, mut body) = response.into_parts();
+    match body.take_whole() {
+        Some((message, trailers)) => FastFuture::ok(whole(head, message, trailers, rule)),
+        None => FastFuture::boxed(async move {
+            Ok(match super::connect::gather(body).await {
+                Ok((message, trailers)) => whole(head, message, trailers, rule),
+                Err(status) => rest::failure(&status),
+            })
+        }),
+    }
+}
+
+/// REST's form of a whole unary gRPC-form answer: its one message (without its frame's
+/// header) as the reply, or its status as the failure.
+fn whole(
+    head: http::response::Parts,
+    frame: Option<Bytes>,
+    trailers: Option<HeaderMap>,
+    rule: &Rule,
+) -> http::Response<ResponseBody> {
+    let status_map = trailers.as_ref().unwrap_or(&head.headers);
+    if status::code_of(status::status_in(status_map)) != Code::Ok {
+        let status = Status::from_header_map(status_map)
+            .unwrap_or_else(|| Status::internal("the reply carries no status"));
+        return rest::failure(&status);
+    }
+    let Some(mut frame) = frame.filter(|frame| frame.len() >= FRAME_HEADER_LEN) else {
+        return rest::failure(&Status::internal("the reply carries no message"));
+    };
+    if frame[0] != 0 {
+        return rest::failure(&Status::internal("the reply is compressed"));
+    }
+    frame.advance(FRAME_HEADER_LEN);
+    match rest::reply_body(frame, rule) {
+        Ok((body, content_type)) => {
+            let headers = crate::protocol::connect::metadata_only(head.headers);
+            let mut response = rest::reply(headers, body, content_type);
+            *response.extensions_mut() = head.extensions;
+            response
+        }
+        Err(status) => rest::failure(&status),
+    }
+}
+
+/// REST's form of a reply stream: a failure before its first message as a unary call's
+/// failure (so the answer's head waits for that message), otherwise HTTP 200 and each message
+/// a line of JSON (or an event), and a status other than `OK` a last line (or event).
+fn stream_answer(
+    response: http::Response<ResponseBody>,
+    rule: &'static Rule,
+    events: bool,
+) -> ResponseFuture {
+    let (head, mut body) = response.into_parts();
+    if body.is_end_stream() {
+        let status = Status::from_header_map(&head.headers);
+        return FastFuture::ok(match status.filter(|status| status.code() != Code::Ok) {
+            Some(status) => rest::failure(&status),
+            None => lines(head, None, rule, events),
+        });
+    }
+    FastFuture::boxed(async move {
+        let first = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await;
+        let status = match first {
+            Some(Ok(frame)) => match frame.into_data() {
+                Ok(data) => return Ok(lines(head, Some((body, data)), rule, events)),
+                Err(frame) => Status::from_header_map(&frame.into_trailers().unwrap_or_default()),
+            },
+            Some(Err(status)) => Some(status),
+            None => None,
+        };
+        Ok(match status.filter(|status| status.code() != Code::Ok) {
+            Some(status) => rest::failure(&status),
+            None => lines(head, None, rule, events),
+        })
+    })
+}
+
+/// The answer of a reply stream under way: `head`'s metadata, and the rest of the stream
+/// (its body and the first data read from it) as lines or events.
+fn lines(
+    head: http::response::Parts,
+    rest_of: Option<(ResponseBody, Bytes)>,
+    rule: &'static Rule,
+    events: bool,
+) -> http::Response<ResponseBody> {
+    let mut headers = crate::protocol::connect::metadata_only(head.headers);
+    headers.remove(http::header::ACCEPT_ENCODING);
+    headers.insert(
+        CONTENT_TYPE,
+        if events {
+            rest::EVENT_STREAM
+        } else {
+            rest::NDJSON
+        },
+    );
+    let (inner, pending) = match rest_of {
+        Some((body, first)) => (Some(body), BytesMut::from(&first[..])),
+        None => (None, BytesMut::new()),
+    };
+    let lines = Lines {
+        inner,
+        pending,
+        rule,
+        events,
+    };
+    let mut response = http::Response::new(ResponseBody::new(lines));
+    *response.headers_mut() = headers;
+    *response.extensions_mut() = head.extensions;
+    response
+}
+
+/// The most of a reply stream's message held while its frame arrives in pieces.
+const MAX_PENDING: usize = 64 * 1024 * 1024;
+
+/// A gRPC-form reply stream of JSON messages as lines of JSON or events, its status, if not
+/// `OK`, as a last line or event.
+struct Lines {
+    /// `None` once the stream has ended.
+    inner: Option<ResponseBody>,
+    /// What arrived of frames not yet whole.
+    pending: BytesMut,
+    rule: &'static Rule,
+    events: bool,
+}
+
+impl Lines {
+    /// The lines of the whole frames in `pending`.
+    fn lines(&mut self) -> Result<BytesMut, Status> {
+        let mut out = BytesMut::new();
+        while self.pending.len() >= FRAME_HEADER_LEN {
+            let len = u32::from_be_bytes([
+                self.pending[1],
+                self.pending[2],
+                self.pending[3],
+                self.pending[4],
+            ]) as usize;
+            if self.pending[0] != 0 {
+                return Err(Status::internal("the reply is compressed"));
+            }
+            if len > MAX_PENDING {
+                return Err(Status::resource_exhausted("a reply message is too large"));
+            }
+            if self.pending.len() < FRAME_HEADER_LEN + len {
+                break;
+            }
+            self.pending.advance(FRAME_HEADER_LEN);
+            let message = self.pending.split_to(len).freeze();
+            let (body, _) = rest::reply_body(message, self.rule)?;
+            rest::stream_message(&body, self.events, &mut out);
+        }
+        Ok(out)
+    }
+
+    /// The stream's end with `status`: nothing for `OK`, else its last line.
+    fn end(&mut self, status: Option<Status>) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+        self.inner = None;
+        match status.filter(|status| status.code() != Code::Ok) {
+            Some(status) => Poll::Ready(Some(Ok(Frame::data(rest::ending(&status, self.events))))),
+            None => Poll::Ready(None),
+        }
+    }
+}
+
+impl http_body::Body for Lines {
+    type Data = Bytes;
+    type Error = Status;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+        let this = self.get_mut();
+        loop {
+            if !this.pending.is_empty() {
+                match this.lines() {
+                    Ok(lines) if lines.is_empty() => {}
+                    Ok(lines) => return Poll::Ready(Some(Ok(Frame::data(lines.freeze())))),
+                    Err(status) => return this.end(Some(status)),
+                }
+            }
+            let Some(inner) = this.inner.as_mut() else {
+                return Poll::Ready(None);
+            };
+            match ready!(Pin::new(inner).poll_frame(cx)) {
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) => this.pending.extend_from_slice(&data),
+                    Err(frame) => {
+                        let trailers = frame.into_trailers().unwrap_or_default();
+                        return this.end(Status::from_header_map(&trailers));
+                    }
+                },
+                Some(Err(status)) => return this.end(Some(status)),
+                None => return this.end(None),
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_none()
+    }
+}
+
+/// `response` to a REST call, in REST's form if it is a refusal in gRPC's (trailers-only,
+/// `content-type: application/grpc`), as a tower layer around the router makes them; as it is
+/// otherwise.
+pub(crate) fn in_rest_form(response: http::Response<ResponseBody>) -> http::Response<ResponseBody> {
+    let grpc_refusal = response.body().is_end_stream()
+        && response.headers().get(CONTENT_TYPE) == Some(&crate::status::GRPC_CONTENT_TYPE);
+    match grpc_refusal
+        .then(|| Status::from_header_map(response.headers()))
+        .flatten()
+    {
+        Some(status) => rest::failure(&status),
+        None => response,
+    }
+}

@@ -1,0 +1,605 @@
+//! REST transcoding end to end: `transcoding.v1.Echo` (`proto/transcoding/v1/echo.proto`,
+//! served by `protos::TranscodingEcho`) called with plain HTTP requests over a real socket,
+//! over HTTP/1.1 and HTTP/2 alike, each case on one connection that goes on after failures:
+//! every kind of binding, `response_body`, `google.api.HttpBody` both ways, reply streams as
+//! lines and as events, routing's 404 and 405, bad input, the deadline, a panic, interceptors
+//! and CORS; and gRPC and Connect calls to the same server unchanged.
+
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use fastgrpc::{Request, Status};
+use prost::Message;
+use protos::TranscodingEcho;
+use protos::transcoding::v1::EchoRequest;
+use protos::transcoding::v1::echo_server::EchoServer;
+use serde_json::{Value, json};
+use support::TestServer;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// One connection to the server, over HTTP/1.1 (kept alive) or HTTP/2.
+enum Client {
+    Http1(TcpStream),
+    Http2(h2::client::SendRequest<Bytes>),
+}
+
+/// An answer: its status, headers (names in lower case) and whole body.
+#[derive(Debug)]
+struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|error| panic!("{error}: {:?}", String::from_utf8_lossy(&self.body)))
+    }
+
+    /// The `google.rpc.Status` of a failure, checked to come with `http` and JSON.
+    fn status(&self, http: u16) -> Value {
+        assert_eq!(self.status, http, "{self:?}");
+        assert_eq!(self.header("content-type"), Some("application/json"));
+        let status = self.json();
+        assert!(status["code"].is_i64(), "{status}");
+        assert!(status["message"].is_string(), "{status}");
+        status
+    }
+}
+
+impl Client {
+    async fn connect(server: &TestServer, http2: bool) -> Client {
+        let tcp = TcpStream::connect(server.addr).await.unwrap();
+        if !http2 {
+            return Client::Http1(tcp);
+        }
+        let (client, connection) = h2::client::handshake(tcp).await.unwrap();
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        Client::Http2(client)
+    }
+
+    async fn get(&mut self, uri: &str) -> Reply {
+        self.send("GET", uri, &[], b"").await
+    }
+
+    async fn send(
+        &mut self,
+        method: &str,
+        uri: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Reply {
+        let reply = match self {
+            Client::Http1(tcp) => http1(tcp, method, uri, headers, body),
+            Client::Http2(client) => {
+                return tokio::time::timeout(
+                    Duration::from_secs(10),
+                    http2(client, method, uri, headers, body),
+                )
+                .await
+                .expect("an answer within 10 s");
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(10), reply)
+            .await
+            .expect("an answer within 10 s")
+    }
+}
+
+async fn http1(
+    tcp: &mut TcpStream,
+    method: &str,
+    uri: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Reply {
+    let mut head = format!(
+        "{method} {uri} HTTP/1.1\r\nhost: test\r\ncontent-length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    let mut bytes = head.into_bytes();
+    bytes.extend_from_slice(body);
+    tcp.write_all(&bytes).await.unwrap();
+    let mut raw = Vec::new();
+    let mut chunk = [0; 16 * 1024];
+    loop {
+        if let Some(end) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&raw[..end]).to_ascii_lowercase();
+            let whole = match head
+                .lines()
+                .find_map(|line| line.strip_prefix("content-length:"))
+            {
+                Some(len) => raw.len() >= end + 4 + len.trim().parse::<usize>().unwrap(),
+                None => raw.ends_with(b"\r\n0\r\n\r\n"),
+            };
+            if whole {
+                let response = support::http1::responses(&raw).pop().unwrap();
+                return Reply {
+                    status: response.status,
+                    headers: response.headers,
+                    body: response.body,
+                };
+            }
+        }
+        let n = tcp.read(&mut chunk).await.unwrap();
+        assert!(
+            n > 0,
+            "closed inside a response: {:?}",
+            String::from_utf8_lossy(&raw)
+        );
+        raw.extend_from_slice(&chunk[..n]);
+    }
+}
+
+async fn http2(
+    client: &mut h2::client::SendRequest<Bytes>,
+    method: &str,
+    uri: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Reply {
+    let mut request = http::Request::builder()
+        .method(method)
+        .uri(format!("http://test{uri}"));
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let mut ready = client.clone().ready().await.unwrap();
+    let (response, mut send) = ready
+        .send_request(request.body(()).unwrap(), body.is_empty())
+        .unwrap();
+    if !body.is_empty() {
+        send.send_data(Bytes::copy_from_slice(body), true).unwrap();
+    }
+    let (parts, mut recv) = response.await.unwrap().into_parts();
+    let mut data = BytesMut::new();
+    while let Some(chunk) = recv.data().await {
+        let chunk = chunk.unwrap();
+        let _ = recv.flow_control().release_capacity(chunk.len());
+        data.extend_from_slice(&chunk);
+    }
+    Reply {
+        status: parts.status.as_u16(),
+        headers: parts
+            .headers
+            .iter()
+            .map(|(name, value)| (name.to_string(), value.to_str().unwrap().to_owned()))
+            .collect(),
+        body: data.to_vec(),
+    }
+}
+
+async fn echo_server() -> TestServer {
+    TestServer::start(fastgrpc::Server::builder().add_service(EchoServer::new(TranscodingEcho)))
+        .await
+}
+
+/// Runs `case` with a client of each HTTP version on `server`.
+async fn over_both<F>(server: &TestServer, case: F)
+where
+    F: AsyncFn(&mut Client),
+{
+    for http2 in [false, true] {
+        let mut client = Client::connect(server, http2).await;
+        case(&mut client).await;
+    }
+}
+
+#[tokio::test]
+async fn every_kind_of_binding_reaches_its_method() {
+    let server = echo_server().await;
+    over_both(&server, async |client: &mut Client| {
+        // Path variables, and every kind of query parameter.
+        let reply = client
+            .get(
+                "/v1/shelves/1/books/2?page.size=10&page.token=t%20u&ids=1&ids=2&displayName=x\
+                 &genre=FICTION&big=9007199254740993&since=2024-01-01T00:00:00Z&verbose=true\
+                 &limit=5&interval=1.5s&update_mask=book.title,displayName",
+            )
+            .await;
+        assert_eq!(reply.status, 200, "{reply:?}");
+        assert_eq!(reply.header("content-type"), Some("application/json"));
+        assert_eq!(
+            reply.json(),
+            json!({
+                "name": "shelves/1/books/2", "page": {"size": 10, "token": "t u"},
+                "ids": [1, 2], "displayName": "x", "genre": "FICTION",
+                "big": "9007199254740993", "since": "2024-01-01T00:00:00Z", "verbose": true,
+                "limit": 5, "interval": "1.500s", "updateMask": "book.title,displayName",
+            })
+        );
+        // `**` keeps encoded slashes; a single segment decodes everything.
+        let reply = client.get("/v1/files/a/b%2Fc/d%20e.txt").await;
+        assert_eq!(reply.json(), json!({"path": "a/b%2Fc/d e.txt"}));
+        // `body: "book"` with the path's `book.name` inside it.
+        let reply = client
+            .send(
+                "PATCH",
+                "/v1/shelves/1/books/2?verbose=true",
+                &[("content-type", "application/json")],
+                br#"{"title": "T", "pages": "300", "genre": "HISTORY"}"#,
+            )
+            .await;
+        assert_eq!(
+            reply.json(),
+            json!({"book": {"name": "shelves/1/books/2", "title": "T", "pages": "300",
+                "genre": "HISTORY"}, "verbose": true})
+        );
+        let reply = client
+            .send("POST", "/v1/shelves/1/books", &[], br#"{"title": "t"}"#)
+            .await;
+        assert_eq!(
+            reply.json(),
+            json!({"parent": "shelves/1", "book": {"title": "t"}})
+        );
+        // `body: "*"`: the path's field wins over the body's.
+        let reply = client
+            .send(
+                "PUT",
+                "/v1/shelves/1/books/2",
+                &[],
+                br#"{"name": "ignored", "ids": [7]}"#,
+            )
+            .await;
+        assert_eq!(
+            reply.json(),
+            json!({"name": "shelves/1/books/2", "ids": [7]})
+        );
+        // A custom verb.
+        let reply = client
+            .send(
+                "POST",
+                "/v1/shelves/1/books/2:archive",
+                &[],
+                br#"{"verbose": true}"#,
+            )
+            .await;
+        assert_eq!(
+            reply.json(),
+            json!({"name": "shelves/1/books/2", "verbose": true})
+        );
+        let reply = client
+            .send("DELETE", "/v1/shelves/1/books/2", &[], b"")
+            .await;
+        assert_eq!((reply.status, reply.json()), (200, json!({})));
+        // Additional bindings, one a POST of JSON whose path is no `/package.Service/Method`.
+        let reply = client.get("/v1/search?parent=p&page.size=2").await;
+        assert_eq!(reply.json(), json!({"parent": "p", "page": {"size": 2}}));
+        let reply = client.get("/v1/shelves/3/search").await;
+        assert_eq!(reply.json(), json!({"parent": "shelves/3"}));
+        let reply = client
+            .send(
+                "POST",
+                "/v1/search:query",
+                &[("content-type", "application/json")],
+                br#"{"count": 2}"#,
+            )
+            .await;
+        assert_eq!(reply.json(), json!({"count": 2}));
+    })
+    .await;
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn response_body_and_http_body_shape_the_http_body() {
+    let server = echo_server().await;
+    over_both(&server, async |client: &mut Client| {
+        // The reply's `book` alone.
+        let reply = client
+            .get("/v1/shelves/1/books/2/book?book.title=T&verbose=true")
+            .await;
+        assert_eq!(reply.status, 200, "{reply:?}");
+        assert_eq!(reply.json(), json!({"title": "T"}));
+        // A reply that is a google.api.HttpBody: its bytes, its content type.
+        let reply = client.get("/v1/shelves/1/books/2/raw").await;
+        assert_eq!(reply.status, 200);
+        assert_eq!(reply.header("content-type"), Some("text/plain"));
+        assert_eq!(reply.body, b"shelves/1/books/2");
+        // A request that is one: the body as it came, not JSON.
+        let upload = vec![0xff; 3000];
+        let reply = client
+            .send(
+                "POST",
+                "/v1/upload",
+                &[("content-type", "application/octet-stream")],
+                &upload,
+            )
+            .await;
+        assert_eq!(
+            reply.json(),
+            json!({"title": "application/octet-stream", "pages": "3000"})
+        );
+        let reply = client
+            .send(
+                "POST",
+                "/v1/upload",
+                &[("content-type", "text/plain")],
+                b"{",
+            )
+            .await;
+        assert_eq!(reply.json(), json!({"title": "text/plain", "pages": "1"}));
+    })
+    .await;
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn reply_streams_are_lines_or_events_with_a_last_error() {
+    let server = echo_server().await;
+    over_both(&server, async |client: &mut Client| {
+        let reply = client
+            .get("/v1/shelves/1/books/2:watch?count=3&interval=0.01s&failCode=10")
+            .await;
+        assert_eq!(reply.status, 200);
+        assert_eq!(reply.header("content-type"), Some("application/x-ndjson"));
+        let text = String::from_utf8(reply.body.clone()).unwrap();
+        let lines: Vec<Value> = text
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 4, "{text}");
+        for line in &lines[..3] {
+            assert_eq!(line["name"], "shelves/1/books/2");
+            assert_eq!(line["count"], 3);
+        }
+        assert_eq!(lines[3]["error"]["code"], 10, "{text}");
+        assert_eq!(lines[3]["error"]["message"], "watch failed");
+        assert_eq!(lines[3]["error"]["details"][0]["reason"], "ECHO");
+        // Ending well: no error line.
+        let reply = client.get("/v1/shelves/1/books/2:watch?count=2").await;
+        assert_eq!(String::from_utf8(reply.body).unwrap().lines().count(), 2);
+        // Events, when asked for.
+        let reply = client
+            .send(
+                "GET",
+                "/v1/shelves/1/books/2:watch?count=2&failCode=9",
+                &[("accept", "text/event-stream")],
+                b"",
+            )
+            .await;
+        assert_eq!(reply.header("content-type"), Some("text/event-stream"));
+        let text = String::from_utf8(reply.body).unwrap();
+        let events: Vec<&str> = text.split("\n\n").filter(|e| !e.is_empty()).collect();
+        assert_eq!(events.len(), 3, "{text}");
+        assert!(events[0].starts_with("data: {\"name\":\"shelves/1/books/2\""));
+        let error = events[2].strip_prefix("event: error\ndata: ").unwrap();
+        let error: Value = serde_json::from_str(error).unwrap();
+        assert_eq!(error["error"]["code"], 9);
+        // A stream that fails before its first message is a plain failure.
+        let reply = client
+            .get("/v1/shelves/1/books/2:watch?count=0&failCode=5")
+            .await;
+        assert_eq!(reply.status(404)["code"], 5);
+    })
+    .await;
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn routing_and_bad_input_are_4xx_with_a_google_rpc_status() {
+    let server = echo_server().await;
+    over_both(&server, async |client: &mut Client| {
+        let reply = client.get("/v1/nothing/here").await;
+        assert_eq!(reply.status(404)["code"], 5);
+        let reply = client.send("POST", "/v1/shelves/1/books/2", &[], b"").await;
+        assert_eq!(reply.status(405)["code"], 12);
+        assert_eq!(reply.header("allow"), Some("DELETE, GET, PATCH, PUT"));
+        // An unannotated method is not reachable by REST.
+        assert_eq!(client.get("/transcoding.v1.Echo/Hidden").await.status, 405);
+        let failure = client.get("/v1/fail/7?message=no").await;
+        let status = failure.status(403);
+        assert_eq!(
+            status,
+            json!({"code": 7, "message": "no", "details": [{
+                "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                "reason": "ECHO", "domain": "transcoding.v1"}]})
+        );
+        let get = |query: &str| format!("/v1/shelves/1/books/2?{query}");
+        for (uri, message) in [
+            (get("ids=x"), "query parameter `ids`: \"x\" is not an int32"),
+            (get("genre=NOPE"), "not a value of transcoding.v1.Genre"),
+            (get("since=yesterday"), "query parameter `since`"),
+            (get("verbose=true&verbose=false"), "given more than once"),
+            (get("display_name=%zz"), "display_name"),
+            ("/v1/shelves/%FF/books/2".to_owned(), "percent-encoding"),
+            ("/v1/fail/x".to_owned(), "the path's `code`"),
+        ] {
+            let reply = client.get(&uri).await;
+            let status = reply.status(400);
+            assert_eq!(status["code"], 3, "{uri}: {status}");
+            let text = status["message"].as_str().unwrap();
+            assert!(text.contains(message), "{uri}: {text}");
+        }
+        for (method, uri, body, message) in [
+            ("PUT", "/v1/shelves/1/books/2", &b"{"[..], "not valid JSON"),
+            ("PUT", "/v1/shelves/1/books/2", b"[]", "not a JSON object"),
+            ("GET", "/v1/shelves/1/books/2", b"{}", "takes no body"),
+        ] {
+            let reply = client.send(method, uri, &[], body).await;
+            let status = reply.status(400);
+            assert!(
+                status["message"].as_str().unwrap().contains(message),
+                "{status}"
+            );
+        }
+        // More parameters than a query may have (a longer query than it may have is cut
+        // short by the HTTP layers' own limits on a request's head first).
+        let many = get(&"x=1&".repeat(300));
+        let reply = client.get(&many).await;
+        assert_eq!(reply.status(400)["code"], 3);
+        // The connection goes on.
+        assert_eq!(client.get("/v1/search?parent=p").await.status, 200);
+    })
+    .await;
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_body_over_the_service_s_limit_is_refused() {
+    let server = TestServer::start(
+        fastgrpc::Server::builder()
+            .add_service(EchoServer::new(TranscodingEcho).max_decoding_message_size(1024)),
+    )
+    .await;
+    over_both(&server, async |client: &mut Client| {
+        let body = format!(r#"{{"displayName": "{}"}}"#, "x".repeat(2000));
+        let reply = client
+            .send("PUT", "/v1/shelves/1/books/2", &[], body.as_bytes())
+            .await;
+        assert_eq!(reply.status(429)["code"], 8);
+        let reply = client.send("POST", "/v1/upload", &[], &[7; 2000]).await;
+        assert_eq!(reply.status(429)["code"], 8);
+        assert_eq!(client.get("/v1/search").await.status, 200);
+    })
+    .await;
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn the_server_s_timeout_and_a_panic_answer_in_rest_s_form() {
+    let server = TestServer::start(
+        fastgrpc::Server::builder()
+            .timeout(Duration::from_millis(200))
+            .add_service(EchoServer::new(TranscodingEcho)),
+    )
+    .await;
+    over_both(&server, async |client: &mut Client| {
+        let reply = client.get("/v1/shelves/1/books/2?interval=10s").await;
+        assert_eq!(reply.status(504)["code"], 4);
+        let reply = client.get("/v1/shelves/1/books/panic").await;
+        assert_eq!(reply.status(500)["code"], 13);
+        // A stream under way when the deadline passes ends with an error line.
+        let reply = client
+            .get("/v1/shelves/1/books/2:watch?count=100&interval=0.05s")
+            .await;
+        assert_eq!(reply.status, 200);
+        let text = String::from_utf8(reply.body).unwrap();
+        let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+        assert_eq!(last["error"]["code"], 4, "{text}");
+        assert_eq!(client.get("/v1/search").await.status, 200);
+    })
+    .await;
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn interceptors_see_the_grpc_method_and_the_headers_and_cors_applies() {
+    let deny = |request: Request<()>| -> Result<Request<()>, Status> {
+        let method = request
+            .extensions()
+            .get::<fastgrpc::service::CalledMethod>()
+            .unwrap();
+        assert_eq!(method.service(), "transcoding.v1.Echo");
+        match request.metadata().get("x-deny") {
+            Some(_) => Err(Status::permission_denied(format!("no {}", method.method()))),
+            None => Ok(request),
+        }
+    };
+    let server = TestServer::start(
+        fastgrpc::Server::builder()
+            .add_service(EchoServer::with_interceptor(TranscodingEcho, deny)),
+    )
+    .await;
+    over_both(&server, async |client: &mut Client| {
+        let reply = client
+            .send("GET", "/v1/search", &[("x-deny", "1")], b"")
+            .await;
+        assert_eq!(reply.status(403)["message"], "no Search");
+        let reply = client
+            .send(
+                "GET",
+                "/v1/search",
+                &[("origin", "https://page.example")],
+                b"",
+            )
+            .await;
+        assert_eq!(reply.status, 200);
+        assert!(
+            reply.header("access-control-allow-origin").is_some(),
+            "{reply:?}"
+        );
+    })
+    .await;
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn grpc_and_connect_calls_on_the_same_server_are_unchanged() {
+    let server = echo_server().await;
+    let request = EchoRequest {
+        name: "n".into(),
+        ..EchoRequest::default()
+    };
+    let frame = support::frame(&request.encode_to_vec());
+    let reply = support::raw_grpc(server.addr, "/transcoding.v1.Echo/Hidden", frame).await;
+    assert_eq!(reply.grpc_status(), Some("0"));
+    assert_eq!(
+        EchoRequest::decode(&reply.body[5..]).unwrap(),
+        request,
+        "{reply:?}"
+    );
+    let reply = support::raw_grpc(server.addr, "/transcoding.v1.Echo/Nope", Bytes::new()).await;
+    assert_eq!(reply.grpc_status(), Some("12"));
+    over_both(&server, async |client: &mut Client| {
+        let reply = client
+            .send(
+                "POST",
+                "/transcoding.v1.Echo/Get",
+                &[("content-type", "application/json")],
+                br#"{"name": "c"}"#,
+            )
+            .await;
+        assert_eq!((reply.status, reply.json()), (200, json!({"name": "c"})));
+        let reply = client
+            .send(
+                "POST",
+                "/transcoding.v1.Echo/Fail",
+                &[("content-type", "application/json")],
+                br#"{"code": 5}"#,
+            )
+            .await;
+        assert_eq!(reply.json()["code"], "not_found", "Connect's error");
+    })
+    .await;
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn transcoding_turned_off_leaves_rest_paths_unanswered() {
+    let server = TestServer::start(
+        fastgrpc::Server::builder()
+            .rest_transcoding(false)
+            .add_service(EchoServer::new(TranscodingEcho)),
+    )
+    .await;
+    over_both(&server, async |client: &mut Client| {
+        assert_eq!(client.get("/v1/search").await.status, 405);
+        let reply = client
+            .send(
+                "POST",
+                "/v1/search:query",
+                &[("content-type", "application/json")],
+                b"{}",
+            )
+            .await;
+        assert_ne!(reply.status, 200);
+    })
+    .await;
+    server.stop().await;
+}
