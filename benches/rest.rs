@@ -8,8 +8,9 @@
 //! | `rest_find_500` | the same among 500 rules, sharing its first segment and its shape |
 //! | `rest_bind` | `Get`'s `EchoRequest` from that path and `page.size=10&ids=1&ids=2&displayName=x&genre=FICTION&big=9007199254740993&since=2024-01-01T00:00:00Z&verbose=true`: binding, the JSON written, decoded |
 //!
-//! The 500 rules are the shapes of a large API: `/v1/projects/*/res<i>/*`, `/v1/res<i>/*`,
-//! `/v1/res<i>/*/items`, `/v<i>/things/**`, `/v1/res<i>:act`, with `Get`'s rule among them.
+//! The 500 rules are the shapes of a large API (`protos::large_api_rules`):
+//! `/v1/projects/*/res<i>/*`, `/v1/res<i>/*`, `/v1/res<i>/*/items`, `/v<i>/things/**`,
+//! `/v1/res<i>:act`, with `Get`'s rule among them.
 //!
 //! Run: `cargo bench --bench rest` (about 15 s). Instruction counts: with
 //! `FASTGRPC_BENCH_ITERS=N` the binary skips criterion and runs the row named by `ROW` N times;
@@ -20,7 +21,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::Criterion;
-use fastgrpc::codegen::rest::{HttpMethod, Rule, Segment, Template, Variable};
+use fastgrpc::codegen::rest::Rule;
 use fastgrpc::internals::codec::{DecodeOptions, decode_json};
 use fastgrpc::internals::rest::{BindOptions, Lookup, Routes, request_json};
 use protos::transcoding::v1::EchoRequest;
@@ -33,82 +34,18 @@ const QUERY: &str = "page.size=10&ids=1&ids=2&displayName=x&genre=FICTION&big=90
 /// What a route is in the benchmark: `Get`'s rule, or one of the others.
 type Route = Option<&'static Rule>;
 
-/// `count` routes: `Get`'s rule and `count - 1` of the shapes a large API has. Their texts
-/// live as long as the benchmark, so they are leaked.
+/// `count` routes: `Get`'s rule and `count - 1` of the shapes a large API has
+/// ([`protos::large_api_rules`], which the whole-server benchmark serves too).
 fn routes(count: usize) -> Routes<Route> {
     let get = HTTP_RULES
         .iter()
         .find(|rule| rule.method == "Get")
         .expect("Echo has Get");
-    let leak = |text: String| -> &'static str { Box::leak(text.into_boxed_str()) };
-    let name: &'static [Variable<'static>] = &[Variable {
-        field: &["name"],
-        start: 1,
-        end: 5,
-    }];
-    let id: &'static [Variable<'static>] = &[Variable {
-        field: &["id"],
-        start: 2,
-        end: 3,
-    }];
-    let mut all = vec![(get.http_method, get.template, Some(get))];
-    for index in 1..count {
-        let resource = leak(format!("res{index}"));
-        let (segments, variables, verb): (Vec<Segment<'static>>, _, _) = match index % 5 {
-            0 => (
-                vec![
-                    Segment::Literal("v1"),
-                    Segment::Literal("projects"),
-                    Segment::Any,
-                    Segment::Literal(resource),
-                    Segment::Any,
-                ],
-                name,
-                None,
-            ),
-            1 => (
-                vec![
-                    Segment::Literal("v1"),
-                    Segment::Literal(resource),
-                    Segment::Any,
-                ],
-                id,
-                None,
-            ),
-            2 => (
-                vec![
-                    Segment::Literal("v1"),
-                    Segment::Literal(resource),
-                    Segment::Any,
-                    Segment::Literal("items"),
-                ],
-                id,
-                None,
-            ),
-            3 => (
-                vec![
-                    Segment::Literal(leak(format!("v{index}"))),
-                    Segment::Literal("things"),
-                    Segment::Rest,
-                ],
-                &[][..],
-                None,
-            ),
-            _ => (
-                vec![Segment::Literal("v1"), Segment::Literal(resource)],
-                &[][..],
-                Some("act"),
-            ),
-        };
-        let template = Template {
-            text: "synthetic",
-            segments: Box::leak(segments.into_boxed_slice()),
-            variables,
-            verb,
-        };
-        all.push((HttpMethod::Get, template, None));
-    }
-    Routes::new(all).expect("the benchmark's routes fit together")
+    let others = protos::large_api_rules(count - 1)
+        .iter()
+        .map(|rule| (rule.http_method, rule.template, None));
+    Routes::new(std::iter::once((get.http_method, get.template, Some(get))).chain(others))
+        .expect("the benchmark's routes fit together")
 }
 
 struct Find {

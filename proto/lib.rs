@@ -266,6 +266,137 @@ fn echo_failure(code: i32, message: &str) -> fastgrpc::Status {
     )
 }
 
+/// `count` HTTP rules in the shapes of a large API, each calling `transcoding.v1.Echo`'s `Get`
+/// with its path's last variable bound to `name`: `/v1/projects/*/res<i>/{name}`,
+/// `/v1/res<i>/{name}`, `/v1/res<i>/{name}/items`, `/v<i>/things/**`, `/v1/res<i>:act`. None
+/// matches a path of Echo's own rules, so a server with them answers Echo's paths as without
+/// them: what routing costs as an API grows. Their texts live as long as the process (leaked).
+pub fn large_api_rules(count: usize) -> &'static [fastgrpc::codegen::rest::Rule] {
+    use fastgrpc::codegen::rest::{HttpMethod, Rule, Segment, Template, Variable};
+    let get = transcoding::v1::echo_server::HTTP_RULES
+        .iter()
+        .find(|rule| rule.method == "Get")
+        .expect("Echo has Get");
+    let leak = |text: String| -> &'static str { Box::leak(text.into_boxed_str()) };
+    let name_at = |at: usize| -> &'static [Variable<'static>] {
+        Box::leak(Box::new([Variable {
+            field: &["name"],
+            start: at,
+            end: at + 1,
+        }]))
+    };
+    let rules = (1..=count).map(|index| {
+        let resource = leak(format!("res{index}"));
+        let (segments, variables, verb): (Vec<Segment<'static>>, _, _) = match index % 5 {
+            0 => (
+                vec![
+                    Segment::Literal("v1"),
+                    Segment::Literal("projects"),
+                    Segment::Any,
+                    Segment::Literal(resource),
+                    Segment::Any,
+                ],
+                name_at(4),
+                None,
+            ),
+            1 => (
+                vec![
+                    Segment::Literal("v1"),
+                    Segment::Literal(resource),
+                    Segment::Any,
+                ],
+                name_at(2),
+                None,
+            ),
+            2 => (
+                vec![
+                    Segment::Literal("v1"),
+                    Segment::Literal(resource),
+                    Segment::Any,
+                    Segment::Literal("items"),
+                ],
+                name_at(2),
+                None,
+            ),
+            3 => (
+                vec![
+                    Segment::Literal(leak(format!("v{index}"))),
+                    Segment::Literal("things"),
+                    Segment::Rest,
+                ],
+                &[][..],
+                None,
+            ),
+            _ => (
+                vec![Segment::Literal("v1"), Segment::Literal(resource)],
+                &[][..],
+                Some("act"),
+            ),
+        };
+        Rule {
+            http_method: HttpMethod::Get,
+            template: Template {
+                text: "a large API's rule",
+                segments: Box::leak(segments.into_boxed_slice()),
+                variables,
+                verb,
+            },
+            ..*get
+        }
+    });
+    Box::leak(rules.collect::<Vec<_>>().into_boxed_slice())
+}
+
+/// `service` with more HTTP rules than its protos give it (`extra`, after its own), such as
+/// [`large_api_rules`]: for measuring a server whose API is large.
+#[derive(Debug, Clone, Copy)]
+pub struct WithExtraRules<S> {
+    service: S,
+    rules: &'static [fastgrpc::codegen::rest::Rule],
+}
+
+impl<S: fastgrpc::service::FastService> WithExtraRules<S> {
+    pub fn new(service: S, extra: &'static [fastgrpc::codegen::rest::Rule]) -> Self {
+        let mut rules = service.http_rules().to_vec();
+        rules.extend_from_slice(extra);
+        let rules = Box::leak(rules.into_boxed_slice());
+        WithExtraRules { service, rules }
+    }
+}
+
+impl<S: fastgrpc::service::FastService> fastgrpc::service::FastService for WithExtraRules<S> {
+    fn call(
+        &self,
+        request: fastgrpc::codegen::http::Request<fastgrpc::service::RequestBody>,
+    ) -> fastgrpc::service::ResponseFuture {
+        self.service.call(request)
+    }
+
+    fn method_names(&self) -> &'static [&'static str] {
+        self.service.method_names()
+    }
+
+    fn http_rules(&self) -> &'static [fastgrpc::codegen::rest::Rule] {
+        self.rules
+    }
+
+    fn max_request_size(&self) -> usize {
+        self.service.max_request_size()
+    }
+
+    fn serve(
+        &self,
+        request: fastgrpc::codegen::http::Request<fastgrpc::service::RequestBody>,
+        call: &mut fastgrpc::codegen::Call,
+    ) -> fastgrpc::service::ResponseFuture {
+        self.service.serve(request, call)
+    }
+}
+
+impl<S: fastgrpc::service::NamedService> fastgrpc::service::NamedService for WithExtraRules<S> {
+    const NAME: &'static str = S::NAME;
+}
+
 /// The same protos as tonic generates them: its clients, and its servers as a peer.
 pub mod tonic_pb {
     /// `helloworld.proto`, by tonic.
