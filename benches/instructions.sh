@@ -20,7 +20,8 @@ cd "$(dirname "$0")/.."
 command -v valgrind >/dev/null || { echo "valgrind missing: apt-get install valgrind" >&2; exit 1; }
 command -v h2load >/dev/null || { echo "h2load missing: apt-get install nghttp2-client" >&2; exit 1; }
 cargo build --release --quiet --example greeter_server --example interop_server \
-  --example tonic_streaming_server --example connectrpc_greeter_server --example hyper_floor_server
+  --example tonic_streaming_server --example connectrpc_greeter_server --example hyper_floor_server \
+  --example transcoding_server
 
 port=${PORT:-50071}
 work=$(mktemp -d)
@@ -38,14 +39,17 @@ wait_for_port() {
 request_args=(-H 'content-type: application/grpc' -H 'te: trailers')
 
 # instructions N STREAMS PATH -- SERVER...: the instructions of SERVER (all its threads) while
-# it answers N calls of $work/body to PATH, STREAMS at a time, plus its start and end.
+# it answers N calls of $work/body to PATH (POSTs; GETs when the body is empty), STREAMS at a
+# time, plus its start and end.
 instructions() {
   local calls=$1 streams=$2 path=$3; shift 4
+  local data=()
+  [[ -s "$work/body" ]] && data=(-d "$work/body")
   rm -f "$work"/callgrind.*
   valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.%p" "$@" >/dev/null 2>&1 &
   local pid=$!
   wait_for_port
-  timeout 300 h2load -n "$calls" -c 1 -m "$streams" -d "$work/body" \
+  timeout 300 h2load -n "$calls" -c 1 -m "$streams" "${data[@]}" \
     "${request_args[@]}" "http://127.0.0.1:$port$path" |
     grep -q "$calls succeeded" || echo "not every call succeeded" >&2
   kill -INT "$pid"; wait "$pid" || true
@@ -86,5 +90,26 @@ case "${1:-unary}" in
       target/release/examples/connectrpc_greeter_server --addr "127.0.0.1:$port" --workers 1
     per hyper-floor call 3000 13000 1 1 /helloworld.Greeter/SayHello -- \
       target/release/examples/hyper_floor_server --addr "127.0.0.1:$port" --workers 1 ;;
-  *) echo "usage: bash benches/instructions.sh [unary|streaming|connect-h1]" >&2; exit 2 ;;
+  rest)
+    server=(target/release/examples/transcoding_server --addr "127.0.0.1:$port" --workers 1
+      --always-inline)
+    # The same EchoRequest both ways; Echo's Get answers it back.
+    rest_path='/v1/shelves/1/books/2?page.size=10&verbose=true'
+    connect_json='{"name":"shelves/1/books/2","page":{"size":10},"verbose":true}'
+    for transport in h1 h2c; do
+      transport_args=()
+      [[ $transport == h1 ]] && transport_args=(--h1)
+      : > "$work/body"
+      request_args=("${transport_args[@]}")
+      per "rest-get-$transport" call 3000 13000 1 1 "$rest_path" -- "${server[@]}"
+      printf '%s' "$connect_json" > "$work/body"
+      request_args=(-H 'content-type: application/json' "${transport_args[@]}")
+      per "connect-json-$transport" call 3000 13000 1 1 /transcoding.v1.Echo/Get -- "${server[@]}"
+    done
+    # Echo's 15 rules, then 500.
+    : > "$work/body"
+    request_args=()
+    per "rest-get-h2c-500-rules" call 3000 13000 1 1 "$rest_path" -- "${server[@]}" \
+      --extra-routes 485 ;;
+  *) echo "usage: bash benches/instructions.sh [unary|streaming|connect-h1|rest]" >&2; exit 2 ;;
 esac
