@@ -2,8 +2,8 @@
 //!
 //! Serves `transcoding.v1.Echo` (`proto/transcoding/v1/echo.proto`), whose methods answer with
 //! what they were given, over gRPC, Connect and, through the proto's HTTP rules, plain
-//! HTTP/JSON, on one port (HTTP/1.1 and HTTP/2). Options: `--addr HOST:PORT` (default
-//! 127.0.0.1:50051).
+//! HTTP/JSON, on one port (HTTP/1.1 and HTTP/2), and the OpenAPI document of its REST face at
+//! `/openapi.json`. Options: `--addr HOST:PORT` (default 127.0.0.1:50051).
 //!
 //! ```text
 //! curl 'http://127.0.0.1:50051/v1/shelves/1/books/2?page.size=10&genre=FICTION'
@@ -12,6 +12,7 @@
 //! curl -H 'accept: text/event-stream' \
 //!     'http://127.0.0.1:50051/v1/shelves/1/books/2:watch?count=3&interval=0.5s'
 //! curl --data-binary @README.md -H 'content-type: text/markdown' http://127.0.0.1:50051/v1/upload
+//! curl http://127.0.0.1:50051/openapi.json
 //! ```
 
 use fastgrpc::Server;
@@ -35,6 +36,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("transcoding.v1.Echo listening on {addr}");
     Server::builder()
         .add_service(EchoServer::new(TranscodingEcho))
+        .openapi_path("/openapi.json")
         .serve_with_shutdown(addr, async {
             let _ = tokio::signal::ctrl_c().await;
         })
