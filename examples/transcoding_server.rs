@@ -2,11 +2,12 @@
 //!
 //! Serves `transcoding.v1.Echo` (`proto/transcoding/v1/echo.proto`), whose methods answer with
 //! what they were given, over gRPC, Connect and, through the proto's HTTP rules, plain
-//! HTTP/JSON, on one port (HTTP/1.1 and HTTP/2). Options: `--addr HOST:PORT` (default
-//! 127.0.0.1:50051); for benchmarks (`benches/instructions.sh rest`), `--workers N` (tokio
-//! worker threads), `--always-inline` (every call inline, so a count does not depend on
-//! adaptive inline's timing) and `--extra-routes N` (N more HTTP rules in the shapes of a large
-//! API, `protos::large_api_rules`, all calling `Get`: what routing costs as an API grows).
+//! HTTP/JSON, on one port (HTTP/1.1 and HTTP/2), and the OpenAPI document of its REST face at
+//! `/openapi.json`. Options: `--addr HOST:PORT` (default 127.0.0.1:50051); for benchmarks
+//! (`benches/instructions.sh rest`), `--workers N` (tokio worker threads), `--always-inline`
+//! (every call inline, so a count does not depend on adaptive inline's timing) and
+//! `--extra-routes N` (N more HTTP rules in the shapes of a large API,
+//! `protos::large_api_rules`, all calling `Get`: what routing costs as an API grows).
 //!
 //! ```text
 //! curl 'http://127.0.0.1:50051/v1/shelves/1/books/2?page.size=10&genre=FICTION'
@@ -15,6 +16,7 @@
 //! curl -H 'accept: text/event-stream' \
 //!     'http://127.0.0.1:50051/v1/shelves/1/books/2:watch?count=3&interval=0.5s'
 //! curl --data-binary @README.md -H 'content-type: text/markdown' http://127.0.0.1:50051/v1/upload
+//! curl http://127.0.0.1:50051/openapi.json
 //! ```
 
 use fastgrpc::Server;
@@ -58,6 +60,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("transcoding.v1.Echo listening on {addr}");
         Server::builder()
             .add_service(echo)
+            .openapi_path("/openapi.json")
             .serve_with_shutdown(addr, async {
                 let _ = tokio::signal::ctrl_c().await;
             })

@@ -384,6 +384,10 @@ impl<S: fastgrpc::service::FastService> fastgrpc::service::FastService for WithE
         self.service.max_request_size()
     }
 
+    fn openapi(&self) -> Option<&'static str> {
+        self.service.openapi()
+    }
+
     fn serve(
         &self,
         request: fastgrpc::codegen::http::Request<fastgrpc::service::RequestBody>,

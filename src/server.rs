@@ -61,6 +61,8 @@ pub struct Builder {
     connect_info: bool,
     /// REST transcoding is off (it is on by default).
     no_rest: bool,
+    /// Where the services' OpenAPI document is served, if anywhere.
+    openapi_path: Option<String>,
     #[cfg(feature = "tls")]
     tls: Option<tokio_rustls::rustls::ServerConfig>,
 }
@@ -185,6 +187,31 @@ impl Builder {
     /// serving fail.
     pub fn rest_transcoding(mut self, enabled: bool) -> Self {
         self.no_rest = !enabled;
+        self
+    }
+
+    /// Serves the OpenAPI 3.1 document of the hosted services' REST face at `path` (such as
+    /// `/openapi.json`; default: not served): the document `fastgrpc-build` generated for each
+    /// service with `google.api.http` rules (its `OPENAPI`), or, with several, one document
+    /// with the `paths` and `components` of all of them. A GET has it as `application/json`
+    /// over HTTP/1.1 and HTTP/2, with the CORS headers of [`web_cors`](Self::web_cors); any
+    /// other method is answered 405.
+    ///
+    /// It is served only while the server transcodes ([`rest_transcoding`](Self::rest_transcoding)
+    /// and a service with rules). A `path` not starting with `/`, or one a rule answers for
+    /// GET, makes serving fail (`InvalidInput`).
+    ///
+    /// ```no_run
+    /// # async fn run(echo: impl fastgrpc::service::FastService + fastgrpc::service::NamedService) -> std::io::Result<()> {
+    /// fastgrpc::Server::builder()
+    ///     .add_service(echo)
+    ///     .openapi_path("/openapi.json")
+    ///     .serve("127.0.0.1:50051".parse().unwrap())
+    ///     .await
+    /// # }
+    /// ```
+    pub fn openapi_path(mut self, path: impl Into<String>) -> Self {
+        self.openapi_path = Some(path.into());
         self
     }
 
@@ -358,8 +385,9 @@ impl Builder {
     /// [`Dispatcher`]).
     ///
     /// # Panics
-    /// If two `google.api.http` rules of different services match the same requests (serving
-    /// fails with the same message instead).
+    /// If two `google.api.http` rules of different services match the same requests, or the
+    /// [`openapi_path`](Self::openapi_path) is refused (serving fails with the same message
+    /// instead).
     pub fn into_dispatcher(mut self) -> Dispatcher {
         if let Err(conflict) = self.transcode() {
             panic!("{conflict}");
@@ -373,7 +401,7 @@ impl Builder {
         if self.no_rest {
             return Ok(());
         }
-        self.router.transcode()
+        self.router.transcode(self.openapi_path.as_deref())
     }
 
     /// Puts a [`ConnectInfo`](crate::transport::ConnectInfo) (the peer's and the server's addresses, and over TLS the
@@ -495,7 +523,8 @@ impl Builder {
     ///
     /// Nothing else fails once serving has started; the other `serve*` methods can also fail to
     /// bind first. Before it starts, serving fails (`InvalidInput`) if two `google.api.http`
-    /// rules of different services match the same requests.
+    /// rules of different services match the same requests, or the
+    /// [`openapi_path`](Self::openapi_path) is refused.
     ///
     /// A connection type of your own implements
     /// [`Connected`], which tells its addresses (or nothing) to

@@ -3,16 +3,19 @@
 //! over HTTP/1.1 and HTTP/2 alike, each case on one connection that goes on after failures:
 //! every kind of binding, `response_body`, `google.api.HttpBody` both ways, reply streams as
 //! lines and as events, routing's 404 and 405, bad input, the deadline, a panic, interceptors
-//! and CORS; and gRPC and Connect calls to the same server unchanged.
+//! and CORS; gRPC and Connect calls to the same server unchanged; and the OpenAPI document
+//! served, one service's or several merged, with every route the server answers in it.
 
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
+use fastgrpc::codegen::rest::{Body, FieldTable, HttpMethod, Rule, Segment, Template, Variable};
+use fastgrpc::service::{FastService, RequestBody};
 use fastgrpc::{Request, Status};
 use prost::Message;
 use protos::TranscodingEcho;
 use protos::transcoding::v1::EchoRequest;
-use protos::transcoding::v1::echo_server::EchoServer;
+use protos::transcoding::v1::echo_server::{EchoServer, OPENAPI};
 use serde_json::{Value, json};
 use support::TestServer;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -120,12 +123,13 @@ async fn http1(
     loop {
         if let Some(end) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
             let head = String::from_utf8_lossy(&raw[..end]).to_ascii_lowercase();
+            let no_content = head.split(' ').nth(1) == Some("204");
             let whole = match head
                 .lines()
                 .find_map(|line| line.strip_prefix("content-length:"))
             {
                 Some(len) => raw.len() >= end + 4 + len.trim().parse::<usize>().unwrap(),
-                None => raw.ends_with(b"\r\n0\r\n\r\n"),
+                None => no_content || raw.ends_with(b"\r\n0\r\n\r\n"),
             };
             if whole {
                 let response = support::http1::responses(&raw).pop().unwrap();
@@ -601,5 +605,317 @@ async fn transcoding_turned_off_leaves_rest_paths_unanswered() {
         assert_ne!(reply.status, 200);
     })
     .await;
+    server.stop().await;
+}
+
+/// A value for each wildcard of `template`, as a request's path: the path a request for the
+/// rule would have.
+fn path_of(template: &Template<'_>) -> String {
+    let mut path = String::new();
+    for (at, segment) in template.segments.iter().enumerate() {
+        path.push('/');
+        match segment {
+            Segment::Literal(text) => path.push_str(text),
+            Segment::Any | Segment::Rest => path.push_str(&format!("s{at}")),
+        }
+    }
+    if path.is_empty() {
+        path.push('/');
+    }
+    if let Some(verb) = template.verb {
+        path.push(':');
+        path.push_str(verb);
+    }
+    path
+}
+
+/// Whether `path` is one of the OpenAPI path template `pattern` (`/v1/shelves/{shelves}:x`):
+/// each `{parameter}` one or more characters of a segment, neither `/` nor `:`.
+fn openapi_matches(pattern: &str, path: &str) -> bool {
+    match pattern.split_once('{') {
+        None => pattern == path,
+        Some((literal, rest)) => {
+            let Some(path) = path.strip_prefix(literal) else {
+                return false;
+            };
+            let Some((_, after)) = rest.split_once('}') else {
+                return false;
+            };
+            let taken = path.find(['/', ':']).unwrap_or(path.len());
+            (1..=taken).any(|end| openapi_matches(after, &path[end..]))
+        }
+    }
+}
+
+/// Checks that `document` has an operation for each of `rules` (its path and method, the
+/// operation named after the rule's method) and no other: every route the server answers is
+/// in the document it serves.
+fn assert_document_covers(document: &Value, rules: &[&Rule]) {
+    let paths = document["paths"]
+        .as_object()
+        .expect("the document has paths");
+    let mut operations = 0;
+    for item in paths.values() {
+        for (key, operation) in item.as_object().unwrap() {
+            if key == "x-fastgrpc-other-methods" {
+                operations += operation.as_object().unwrap().len();
+            } else if operation.get("operationId").is_some() {
+                operations += 1;
+            }
+        }
+    }
+    assert_eq!(operations, rules.len(), "one operation per rule");
+    for rule in rules {
+        let path = path_of(&rule.template);
+        let method = rule.http_method.as_str();
+        let found: Vec<&Value> = paths
+            .iter()
+            .filter(|(pattern, _)| openapi_matches(pattern, &path))
+            .filter_map(|(_, item)| match method {
+                "GET" | "PUT" | "POST" | "DELETE" | "PATCH" | "HEAD" | "OPTIONS" | "TRACE" => {
+                    item.get(method.to_ascii_lowercase())
+                }
+                _ => item["x-fastgrpc-other-methods"].get(method),
+            })
+            .collect();
+        assert_eq!(
+            found.len(),
+            1,
+            "{method} {} ({path}) of {}: {found:?}",
+            rule.template.text,
+            rule.path
+        );
+        let id = found[0]["operationId"].as_str().unwrap();
+        let named = id.rsplit_once('_').is_some_and(|(head, tail)| {
+            tail == rule.method
+                || (tail.parse::<u32>().is_ok() && head.ends_with(&format!("_{}", rule.method)))
+        });
+        assert!(named, "{id} is not {}'s", rule.path);
+    }
+}
+
+#[tokio::test]
+async fn the_openapi_document_is_served_and_has_every_route() {
+    let server = TestServer::start(
+        fastgrpc::Server::builder()
+            .add_service(EchoServer::new(TranscodingEcho))
+            .openapi_path("/openapi.json"),
+    )
+    .await;
+    let echo = EchoServer::new(TranscodingEcho);
+    let rules: Vec<&Rule> = echo.http_rules().iter().collect();
+    over_both(&server, async |client: &mut Client| {
+        let reply = client.get("/openapi.json").await;
+        assert_eq!(reply.status, 200, "{reply:?}");
+        assert_eq!(reply.header("content-type"), Some("application/json"));
+        let document = reply.json();
+        assert_eq!(document["openapi"], "3.1.0");
+        assert_eq!(
+            reply.body,
+            OPENAPI.as_bytes(),
+            "one service's document as it is"
+        );
+        assert_document_covers(&document, &rules);
+        // A query changes nothing; other methods are refused in REST's form.
+        assert_eq!(client.get("/openapi.json?x=1").await.status, 200);
+        let reply = client.send("POST", "/openapi.json", &[], b"{}").await;
+        assert_eq!(reply.status(405)["code"], 12);
+        assert_eq!(reply.header("allow"), Some("GET"));
+        // CORS as configured: a page of another origin may read it.
+        let reply = client
+            .send(
+                "GET",
+                "/openapi.json",
+                &[("origin", "https://docs.example")],
+                b"",
+            )
+            .await;
+        assert_eq!(reply.header("access-control-allow-origin"), Some("*"));
+        let reply = client
+            .send(
+                "OPTIONS",
+                "/openapi.json",
+                &[
+                    ("origin", "https://docs.example"),
+                    ("access-control-request-method", "GET"),
+                ],
+                b"",
+            )
+            .await;
+        assert_eq!(reply.status, 204);
+        // The REST routes are served as before beside it.
+        assert_eq!(client.get("/v1/search").await.status, 200);
+    })
+    .await;
+    server.stop().await;
+}
+
+/// A service of hand-written REST tables and document (what `fastgrpc-build` would generate
+/// for `other.v1.Things`), to host beside Echo: its calls are never made.
+struct Things {
+    rules: &'static [Rule],
+}
+
+impl fastgrpc::service::NamedService for Things {
+    const NAME: &'static str = "other.v1.Things";
+}
+
+impl FastService for Things {
+    fn call(&self, _: http::Request<RequestBody>) -> fastgrpc::service::ResponseFuture {
+        fastgrpc::FastFuture::ok(http::Response::new(fastgrpc::service::ResponseBody::empty()))
+    }
+
+    fn http_rules(&self) -> &'static [Rule] {
+        self.rules
+    }
+
+    fn openapi(&self) -> Option<&'static str> {
+        Some(
+            r##"{"openapi":"3.1.0","info":{"title":"other.v1.Things","version":"v1"},
+            "tags":[{"name":"Things"}],"paths":{"/v1/search":{"post":{"operationId":"Things_Post",
+            "responses":{"200":{"description":"OK"}}}},"/v2/things/{id}":{"get":{
+            "operationId":"Things_Get","parameters":[{"name":"id","in":"path","required":true,
+            "schema":{"type":"string"}}],"responses":{"200":{"description":"OK","content":{
+            "application/json":{"schema":{"$ref":"#/components/schemas/other.v1.Thing"}}}}}}}},
+            "components":{"schemas":{"other.v1.Thing":{"type":"object"}}}}"##,
+        )
+    }
+}
+
+static EMPTY: FieldTable = FieldTable {
+    message: "other.v1.Thing",
+    fields: &[],
+};
+
+const fn thing_rule(
+    path: &'static str,
+    method: &'static str,
+    http_method: HttpMethod,
+    template: Template<'static>,
+) -> Rule {
+    Rule {
+        path,
+        method,
+        http_method,
+        template,
+        body: Body::None,
+        response_body: None,
+        request: &EMPTY,
+        response: "other.v1.Thing",
+        server_streaming: false,
+    }
+}
+
+static THINGS_RULES: &[Rule] = &[
+    thing_rule(
+        "/other.v1.Things/Get",
+        "Get",
+        HttpMethod::Get,
+        Template {
+            text: "/v2/things/{id}",
+            segments: &[
+                Segment::Literal("v2"),
+                Segment::Literal("things"),
+                Segment::Any,
+            ],
+            variables: &[Variable {
+                field: &["id"],
+                start: 2,
+                end: 3,
+            }],
+            verb: None,
+        },
+    ),
+    // Echo's `/v1/search` answers GET: this one shares its path item.
+    thing_rule(
+        "/other.v1.Things/Post",
+        "Post",
+        HttpMethod::Post,
+        Template {
+            text: "/v1/search",
+            segments: &[Segment::Literal("v1"), Segment::Literal("search")],
+            variables: &[],
+            verb: None,
+        },
+    ),
+];
+
+static AT_THE_DOCUMENT_RULES: &[Rule] = &[thing_rule(
+    "/other.v1.Things/Get",
+    "Get",
+    HttpMethod::Get,
+    Template {
+        text: "/openapi.json",
+        segments: &[Segment::Literal("openapi.json")],
+        variables: &[],
+        verb: None,
+    },
+)];
+
+#[tokio::test]
+async fn several_services_documents_are_served_as_one() {
+    let server = TestServer::start(
+        fastgrpc::Server::builder()
+            .add_service(EchoServer::new(TranscodingEcho))
+            .add_service(Things {
+                rules: THINGS_RULES,
+            })
+            .openapi_path("/openapi.json"),
+    )
+    .await;
+    let echo = EchoServer::new(TranscodingEcho);
+    let rules: Vec<&Rule> = echo.http_rules().iter().chain(THINGS_RULES).collect();
+    over_both(&server, async |client: &mut Client| {
+        let reply = client.get("/openapi.json").await;
+        assert_eq!(reply.status, 200, "{reply:?}");
+        let document = reply.json();
+        assert_document_covers(&document, &rules);
+        assert_eq!(
+            document["info"]["title"],
+            "transcoding.v1.Echo, other.v1.Things"
+        );
+        let schemas = &document["components"]["schemas"];
+        assert!(schemas["transcoding.v1.Book"].is_object());
+        assert!(schemas["other.v1.Thing"].is_object());
+        let search = &document["paths"]["/v1/search"];
+        assert_eq!(search["get"]["operationId"], "Echo_Search");
+        assert_eq!(search["post"]["operationId"], "Things_Post");
+    })
+    .await;
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_rule_at_the_document_s_path_or_a_relative_path_fails_serving() {
+    for (rules, path, message) in [
+        (
+            AT_THE_DOCUMENT_RULES,
+            "/openapi.json",
+            "also GET /openapi.json",
+        ),
+        (THINGS_RULES, "openapi.json", "must start with `/`"),
+    ] {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let served = fastgrpc::Server::builder()
+            .add_service(Things { rules })
+            .openapi_path(path)
+            .serve_with_listener(listener, std::future::pending());
+        let error = tokio::time::timeout(Duration::from_secs(10), served)
+            .await
+            .expect("refused at once")
+            .unwrap_err();
+        assert_eq!(error.kind(), std::io::ErrorKind::InvalidInput);
+        assert!(error.to_string().contains(message), "{error}");
+    }
+    // Without transcoding, nothing is served there, and nothing is refused.
+    let server = TestServer::start(
+        fastgrpc::Server::builder()
+            .rest_transcoding(false)
+            .add_service(EchoServer::new(TranscodingEcho))
+            .openapi_path("/openapi.json"),
+    )
+    .await;
+    let mut client = Client::connect(&server, false).await;
+    assert_ne!(client.get("/openapi.json").await.status, 200);
     server.stop().await;
 }

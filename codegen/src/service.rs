@@ -81,6 +81,10 @@ fn server_module(
             fn http_rules(&self) -> &'static [rest::Rule] {
                 HTTP_RULES
             }
+
+            fn openapi(&self) -> ::core::option::Option<&'static str> {
+                ::core::option::Option::Some(OPENAPI)
+            }
         }
     });
     let server_doc = format!(

@@ -81,6 +81,9 @@ fn valid_rules_become_the_servers_table() {
         "{code}"
     );
     assert!(code.contains("fn http_rules(&self) -> &'static [rest::Rule]"));
+    // The server hands its OpenAPI document to the runtime, which serves it if asked.
+    assert!(code.contains("fn openapi(&self)"), "{code}");
+    assert!(code.contains("Some(OPENAPI)"), "{code}");
     assert_eq!(code.matches("rest::Rule {").count(), 3);
     for part in [
         r#"path: "/checks.Svc/Get""#,

@@ -205,6 +205,10 @@ impl<S: FastService, I: Interceptor> FastService for Intercepted<S, I> {
         self.service.http_rules()
     }
 
+    fn openapi(&self) -> Option<&'static str> {
+        self.service.openapi()
+    }
+
     fn max_request_size(&self) -> usize {
         self.service.max_request_size()
     }

@@ -15,6 +15,7 @@ mod dispatch;
 mod for_tonic;
 mod from_tower;
 mod intercept;
+mod openapi;
 mod rest;
 mod router;
 
@@ -57,6 +58,14 @@ pub trait FastService: Send + Sync + 'static {
     #[doc(hidden)]
     fn http_rules(&self) -> &'static [crate::rest::Rule] {
         &[]
+    }
+
+    /// The OpenAPI 3.1 document of the service's `google.api.http` rules, which
+    /// `fastgrpc-build` generated beside them (`OPENAPI`), for the server to serve
+    /// (`Builder::openapi_path`); the default has none.
+    #[doc(hidden)]
+    fn openapi(&self) -> Option<&'static str> {
+        None
     }
 
     /// The largest request message the service decodes, in bytes: a REST call's body is read

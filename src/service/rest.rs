@@ -74,6 +74,14 @@ impl RestRoutes {
         })?;
         Ok(Some(RestRoutes { routes }))
     }
+
+    /// The rule a `method` request of `path` finds, if any.
+    pub(crate) fn rule_for(&self, method: &http::Method, path: &str) -> Option<&'static Rule> {
+        match self.routes.find(method, path) {
+            Lookup::Found(found) => Some(found.value().1),
+            _ => None,
+        }
+    }
 }
 
 /// Marks `call` as a REST call if it is one: the server has rules, its content type is none

@@ -7,6 +7,7 @@ use std::fmt;
 
 use super::FastService;
 use super::connect;
+use super::openapi::OpenApi;
 use super::rest::{self, RestRoutes};
 use crate::FastFuture;
 use crate::body::RequestBody;
@@ -33,6 +34,8 @@ pub(crate) struct Router {
     /// The `google.api.http` rules of the hosted services, if they have any and the server
     /// transcodes.
     rest: Option<RestRoutes>,
+    /// The OpenAPI document of those rules and where it is served, if the builder asked.
+    openapi: Option<OpenApi>,
 }
 
 /// A hosted service.
@@ -74,15 +77,37 @@ impl Router {
         }
     }
 
-    /// Gathers the `google.api.http` rules of every hosted service, for REST transcoding;
-    /// fails, naming both methods, on two rules that match the same requests.
-    pub(crate) fn transcode(&mut self) -> Result<(), String> {
+    /// Gathers the `google.api.http` rules of every hosted service, for REST transcoding, and
+    /// their OpenAPI documents as one, served at `openapi_path` if given; fails, naming both
+    /// methods, on two rules that match the same requests, and on a rule that answers a GET
+    /// of the document's path.
+    pub(crate) fn transcode(&mut self, openapi_path: Option<&str>) -> Result<(), String> {
         self.rest = RestRoutes::new(
             self.routes
                 .iter()
                 .enumerate()
                 .map(|(index, route)| (index, route.service.http_rules())),
         )?;
+        self.openapi = match (&self.rest, openapi_path) {
+            (Some(rest), Some(path)) => {
+                let documents: Vec<&'static str> = self
+                    .routes
+                    .iter()
+                    .filter_map(|route| route.service.openapi())
+                    .collect();
+                let openapi = OpenApi::new(path, &documents)?;
+                if openapi.is_some()
+                    && let Some(rule) = rest.rule_for(&http::Method::GET, path)
+                {
+                    return Err(format!(
+                        "the OpenAPI document's path {path} is also GET {} of {}",
+                        rule.template.text, rule.path
+                    ));
+                }
+                openapi
+            }
+            _ => None,
+        };
         Ok(())
     }
 
@@ -141,6 +166,11 @@ impl Router {
         if call.is_rest()
             && let Some(routes) = &self.rest
         {
+            if let Some(openapi) = &self.openapi
+                && request.uri().path() == openapi.path()
+            {
+                return FastFuture::ok(openapi.answer(request.method()));
+            }
             return rest::serve(self, routes, request, call);
         }
         if request.method() == http::Method::GET && request.uri().query().is_some() {
