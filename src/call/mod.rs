@@ -33,8 +33,8 @@ use http::header::HeaderName;
 use tonic::Status;
 
 use crate::body::{RequestBody, ResponseBody};
+use crate::codec::Decoding;
 use crate::codec::json::DecodeOptions;
-use crate::codec::{Decoding, Format};
 use crate::deadline::{Deadline, GRPC_TIMEOUT, parse_grpc_timeout};
 use crate::protocol::connect::{TIMEOUT_MS, parse_timeout_ms};
 use crate::protocol::{Ending, Protocol, Wire};
@@ -235,25 +235,27 @@ impl Call {
     }
 
     /// The router asks the unary handler that starts next to answer a Connect unary call in
-    /// Connect's form; nothing between them must read the gRPC form.
+    /// Connect's form, or a REST call in REST's; nothing between them must read the gRPC form.
     pub(crate) fn ask_own_form(&mut self) {
-        if self
-            .wire
-            .is_some_and(|wire| wire.protocol == Protocol::ConnectUnary)
-        {
+        if self.wire.is_some_and(|wire| {
+            matches!(
+                wire.protocol,
+                Protocol::ConnectUnary | Protocol::Rest { .. }
+            )
+        }) {
             self.form = Form::Asked;
         }
     }
 
-    /// For a unary handler starting: the format of a Connect unary call it is to answer in
-    /// Connect's form, if its router asked (this handler now has the question, and answers
-    /// every outcome so); `None` for gRPC's form.
-    pub(crate) fn take_own_form(&mut self) -> Option<Format> {
+    /// For a unary handler starting: the wire of a Connect unary or REST call it is to answer
+    /// in that protocol's form, if its router asked (this handler now has the question, and
+    /// answers every outcome so); `None` for gRPC's form.
+    pub(crate) fn take_own_form(&mut self) -> Option<Wire> {
         if self.form != Form::Asked {
             return None;
         }
         self.form = Form::Taken;
-        self.wire.map(|wire| wire.format)
+        self.wire
     }
 
     /// The router withdraws its question (an observer reads the gRPC form).
@@ -337,7 +339,10 @@ mod tests {
         assert_eq!(connect.take_own_form(), None, "nobody asked");
         connect.ask_own_form();
         assert!(!connect.answered_in_own_form());
-        assert_eq!(connect.take_own_form(), Some(Format::Json));
+        assert_eq!(
+            connect.take_own_form().map(|wire| wire.format),
+            Some(crate::codec::Format::Json)
+        );
         assert_eq!(connect.take_own_form(), None, "the question is taken once");
         assert!(connect.answered_in_own_form());
     }

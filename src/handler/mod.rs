@@ -271,7 +271,7 @@ impl HandlerConfig {
 }
 
 /// The form a call's answer takes: gRPC's (which the router translates for the other
-/// protocols), or Connect's unary form, when the router asked a unary handler for it
+/// protocols), or Connect's unary form or REST's, when the router asked a unary handler for it
 /// (`Call::take_own_form`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum AnswerForm {
@@ -279,13 +279,16 @@ pub(crate) enum AnswerForm {
     Grpc(Format),
     /// Connect's unary form, in this format.
     Connect(Format),
+    /// REST's: the bare JSON message, or the error as a `google.rpc.Status`.
+    Rest,
 }
 
 impl AnswerForm {
     /// The form a unary handler answers `call` in: Connect's if its router asked.
     fn of_unary(call: &mut Call) -> AnswerForm {
         match call.take_own_form() {
-            Some(format) => AnswerForm::Connect(format),
+            Some(wire) if wire.is_rest() => AnswerForm::Rest,
+            Some(wire) => AnswerForm::Connect(wire.format),
             None => AnswerForm::Grpc(call.wire_or_grpc().format),
         }
     }
@@ -315,6 +318,8 @@ fn respond(
                 crate::protocol::connect::error_response(&status),
                 http::header::ACCEPT_ENCODING,
             ),
+            // Compression is nothing to a REST client: nothing to announce.
+            AnswerForm::Rest => return crate::protocol::rest::failure(&status),
         };
         if let Some(value) = accepted.accept_header() {
             response.headers_mut().insert(accept, value);

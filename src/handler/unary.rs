@@ -166,7 +166,7 @@ impl<M: Message + Default + DeserializeOwned + 'static> Decoded<M> {
 }
 
 /// Encodes a reply into the complete HTTP response, in `form`: gRPC's headers, one message
-/// and trailers; or Connect's headers and bare message.
+/// and trailers; Connect's headers and bare message; or REST's.
 pub(super) fn marshal<M: Message + Serialize + 'static>(
     response: tonic::Response<M>,
     codec: ReplyCodec,
@@ -201,6 +201,16 @@ pub(super) fn marshal<M: Message + Serialize + 'static>(
                 encoding.map(CompressionEncoding::header_value),
                 trailers.as_ref(),
             )
+        }
+        // A REST call negotiates no compression (its request keeps no encoding header), and
+        // REST has no trailers: the metadata is the headers, the bare JSON message the body.
+        AnswerForm::Rest => {
+            if frame.first() != Some(&0) {
+                return Err(Status::internal("a REST reply cannot be compressed"));
+            }
+            frame.advance(codec::FRAME_HEADER_LEN);
+            let headers = spare_maps::or_spare(status::sanitized(metadata.into_headers()));
+            crate::protocol::rest::reply(headers, frame, None)
         }
     };
     *response.extensions_mut() = extensions;

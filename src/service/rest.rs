@@ -41,7 +41,15 @@ use crate::status;
 /// The rules of every hosted service in one matcher: each rule with the index of its service
 /// in the router.
 pub(crate) struct RestRoutes {
-    routes: Routes<(usize, &'static Rule)>,
+    routes: Routes<Route>,
+}
+
+/// What a rule leads to: the router's index of its service, the rule, and the gRPC path of
+/// its method as a `Uri`, made once rather than parsed for every call.
+struct Route {
+    service: usize,
+    rule: &'static Rule,
+    grpc_path: http::Uri,
 }
 
 impl RestRoutes {
@@ -57,11 +65,15 @@ impl RestRoutes {
         if rules.is_empty() {
             return Ok(None);
         }
-        let routes = Routes::new(
-            rules
-                .iter()
-                .map(|&(index, rule)| (rule.http_method, rule.template, (index, rule))),
-        )
+        let routes = Routes::new(rules.iter().map(|&(service, rule)| {
+            let grpc_path = http::Uri::from_static(rule.path);
+            let route = Route {
+                service,
+                rule,
+                grpc_path,
+            };
+            (rule.http_method, rule.template, route)
+        }))
         .map_err(|error| match error {
             crate::rest::RouteError::Conflict { first, second } => format!(
                 "the google.api.http rules of {} and {} both answer {} {}",
@@ -78,7 +90,7 @@ impl RestRoutes {
     /// The rule a `method` request of `path` finds, if any.
     pub(crate) fn rule_for(&self, method: &http::Method, path: &str) -> Option<&'static Rule> {
         match self.routes.find(method, path) {
-            Lookup::Found(found) => Some(found.value().1),
+            Lookup::Found(found) => Some(found.value().rule),
             _ => None,
         }
     }
@@ -135,7 +147,8 @@ pub(crate) fn serve(
             return FastFuture::ok(call.failure(&status));
         }
     };
-    let (index, rule) = *found.value();
+    let route = found.value();
+    let (index, rule) = (route.service, route.rule);
     let limit = router.service(index).max_request_size();
     let bound = found.bindings().and_then(|bindings| {
         let input = Input {
@@ -171,7 +184,7 @@ pub(crate) fn serve(
     // The call the rule stands for: a unary JSON call of its method, with the request's
     // headers as its metadata.
     parts.method = http::Method::POST;
-    parts.uri = http::Uri::from_static(rule.path);
+    parts.uri = route.grpc_path.clone();
     for name in [CONTENT_LENGTH, CONTENT_ENCODING] {
         parts.headers.remove(name);
     }
@@ -181,13 +194,19 @@ pub(crate) fn serve(
     ] {
         parts.headers.remove(name);
     }
-    parts
-        .headers
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     let request = http::Request::from_parts(parts, body);
-    router
-        .serve_service(index, request, call)
-        .and_then(move |response| answer(response, rule, events))
+    // A reply that is the whole JSON message, the common case, the handler writes in REST's
+    // form itself; one of a `response_body`, an `HttpBody` or a stream is translated here.
+    let plain =
+        !rule.server_streaming && rule.response_body.is_none() && rule.response != HTTP_BODY;
+    if plain {
+        call.ask_own_form();
+    }
+    let response = router.serve_service(index, request, call);
+    if call.answered_in_own_form() {
+        return response;
+    }
+    response.and_then(move |response| answer(response, rule, events))
 }
 
 /// Refuses a compressed body: it would have to be decompressed before it is bound.
