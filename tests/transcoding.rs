@@ -584,6 +584,53 @@ async fn grpc_and_connect_calls_on_the_same_server_are_unchanged() {
     server.stop().await;
 }
 
+/// A REST call's body is bound before its handler reads it, and REST's reply is plain JSON:
+/// gRPC's or HTTP's encoding headers on the request neither make the handler decompress the
+/// bound message nor compress the reply, on a service that would compress for gRPC.
+#[tokio::test]
+async fn encoding_headers_do_not_reach_a_rest_call_s_handler() {
+    let gzip = fastgrpc::CompressionEncoding::Gzip;
+    let server = TestServer::start(
+        fastgrpc::Server::builder().add_service(
+            EchoServer::new(TranscodingEcho)
+                .accept_compressed(gzip)
+                .send_compressed(gzip),
+        ),
+    )
+    .await;
+    over_both(&server, async |client: &mut Client| {
+        let headers = [
+            ("grpc-encoding", "gzip"),
+            ("grpc-accept-encoding", "gzip"),
+            ("accept-encoding", "gzip"),
+        ];
+        let reply = client
+            .send("GET", "/v1/shelves/1/books/2?verbose=true", &headers, b"")
+            .await;
+        assert_eq!(reply.status, 200, "{reply:?}");
+        assert_eq!(reply.header("content-encoding"), None, "{reply:?}");
+        assert_eq!(
+            reply.json(),
+            json!({"name": "shelves/1/books/2", "verbose": true})
+        );
+        let reply = client
+            .send(
+                "POST",
+                "/v1/shelves/1/books",
+                &[("content-type", "application/json"), headers[0], headers[1]],
+                br#"{"title": "T"}"#,
+            )
+            .await;
+        assert_eq!(reply.status, 200, "{reply:?}");
+        assert_eq!(
+            reply.json(),
+            json!({"parent": "shelves/1", "book": {"title": "T"}})
+        );
+    })
+    .await;
+    server.stop().await;
+}
+
 #[tokio::test]
 async fn transcoding_turned_off_leaves_rest_paths_unanswered() {
     let server = TestServer::start(

@@ -236,33 +236,35 @@ impl HandlerConfig {
     /// which a client without compression would pay for nothing. Failed calls always announce them (`respond`).
     fn negotiate(&self, headers: &HeaderMap, call: &Call) -> Result<Encodings, Status> {
         let wire = call.wire_or_grpc();
-        // Connect names them `content-encoding`, `accept-encoding` (or with `connect-`).
+        // Connect names them `content-encoding`, `accept-encoding` (or with `connect-`); a
+        // REST call has none.
         let names = wire.encoding_headers();
         let announce = if !self.accept_compressed.is_empty()
-            && crate::metadata::header(headers, names.accept()).is_some()
+            && names.is_some_and(|names| crate::metadata::header(headers, names.accept()).is_some())
         {
             self.accept_compressed
         } else {
             EncodingList::new()
         };
+        let request_encoding = match names {
+            Some(names) => {
+                compression::request_encoding(headers, names, self.accept_compressed.as_slice())?
+            }
+            None => None,
+        };
+        let reply_encoding = names.and_then(|names| {
+            compression::response_encoding(headers, names, self.send_compressed.as_slice())
+        });
         Ok(Encodings {
             request: RequestCodec {
                 bare: wire.bare(),
                 decoding: call.decoding(),
-                encoding: compression::request_encoding(
-                    headers,
-                    names,
-                    self.accept_compressed.as_slice(),
-                )?,
+                encoding: request_encoding,
                 max_message_size: self.max_decoding_message_size,
             },
             reply: ReplyCodec {
                 format: wire.format,
-                encoding: compression::response_encoding(
-                    headers,
-                    names,
-                    self.send_compressed.as_slice(),
-                ),
+                encoding: reply_encoding,
                 max_message_size: self.max_encoding_message_size,
                 announce,
             },

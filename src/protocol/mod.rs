@@ -168,16 +168,17 @@ impl Wire {
         matches!(self.protocol, Protocol::Rest { .. })
     }
 
-    /// The headers that carry the request's encoding and those its client accepts.
-    pub(crate) fn encoding_headers(self) -> EncodingHeaders {
+    /// The headers that carry the request's encoding and those its client accepts; `None`
+    /// for a REST call, whose body is bound into its message before the handler reads it and
+    /// whose reply is not compressed: no header of the request names an encoding to it.
+    pub(crate) fn encoding_headers(self) -> Option<EncodingHeaders> {
         match self.protocol {
-            Protocol::ConnectUnary => EncodingHeaders::CONNECT_UNARY,
-            Protocol::ConnectStream => EncodingHeaders::CONNECT_STREAM,
-            // A REST call's body is bound into its message before the handler reads it, and
-            // its client sends no gRPC header: nothing is compressed either way.
-            Protocol::Grpc | Protocol::GrpcWeb | Protocol::GrpcWebText | Protocol::Rest { .. } => {
-                EncodingHeaders::GRPC
+            Protocol::ConnectUnary => Some(EncodingHeaders::CONNECT_UNARY),
+            Protocol::ConnectStream => Some(EncodingHeaders::CONNECT_STREAM),
+            Protocol::Grpc | Protocol::GrpcWeb | Protocol::GrpcWebText => {
+                Some(EncodingHeaders::GRPC)
             }
+            Protocol::Rest { .. } => None,
         }
     }
 

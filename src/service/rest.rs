@@ -22,7 +22,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
 use bytes::{Buf, Bytes, BytesMut};
-use http::header::{ACCEPT, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE};
+use http::header::{ACCEPT, CONTENT_ENCODING, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue};
 use http_body::{Body as _, Frame};
 use serde_json::{Map, Value};
@@ -182,18 +182,9 @@ pub(crate) fn serve(
         Err(status) => return FastFuture::ok(call.failure(&status)),
     };
     // The call the rule stands for: a unary JSON call of its method, with the request's
-    // headers as its metadata.
+    // headers as its metadata (none of which names an encoding to a REST call's handler).
     parts.method = http::Method::POST;
     parts.uri = route.grpc_path.clone();
-    for name in [CONTENT_LENGTH, CONTENT_ENCODING] {
-        parts.headers.remove(name);
-    }
-    for name in [
-        crate::compression::GRPC_ENCODING,
-        crate::compression::GRPC_ACCEPT_ENCODING,
-    ] {
-        parts.headers.remove(name);
-    }
     let request = http::Request::from_parts(parts, body);
     // A reply that is the whole JSON message, the common case, the handler writes in REST's
     // form itself; one of a `response_body`, an `HttpBody` or a stream is translated here.
