@@ -142,6 +142,19 @@ enum Member {
     Object(Object),
 }
 
+/// Writes a field's JSON name as a JSON string. A generated name is a plain identifier, which
+/// needs no escaping; any other (a `json_name` option may say anything) goes through the escaper.
+fn write_name(out: &mut Vec<u8>, name: &str) -> Result<(), serde_json::Error> {
+    if name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        out.push(b'"');
+        out.extend_from_slice(name.as_bytes());
+        out.push(b'"');
+        Ok(())
+    } else {
+        serde_json::to_writer(&mut *out, name)
+    }
+}
+
 impl Object {
     /// Sets the last of `fields` (the others are the messages on the way) to `value`, or adds
     /// it to the field's list. A field that is not repeated is set once.
@@ -183,7 +196,7 @@ impl Object {
             if index > 0 {
                 out.push(b',');
             }
-            serde_json::to_writer(&mut *out, field.json_name)?;
+            write_name(out, field.json_name)?;
             out.push(b':');
             match member {
                 Member::Value(value) => serde_json::to_writer(&mut *out, value)?,
