@@ -18,7 +18,7 @@ use serde::de::value::{BorrowedStrDeserializer, Error as ValueError};
 use serde_json::{Map, Number, Value};
 use tonic::Status;
 
-use super::query::{QueryParam, query_params};
+use super::query::{QueryParam, parse_query};
 use super::routes::Binding;
 use super::{Body, Field, FieldKind, FieldTable, Rule};
 use crate::types::{Duration, FieldMask, Timestamp, decode_base64};
@@ -62,8 +62,7 @@ pub fn request_json(
         assigned.set(path.fields(), value).map_err(invalid)?;
     }
     if let Some(query) = query {
-        for param in query_params(query)? {
-            let QueryParam { name, value: text } = param?;
+        for QueryParam { name, value: text } in parse_query(query)? {
             let invalid = |reason: String| {
                 Status::invalid_argument(format!("query parameter `{name}`: {reason}"))
             };

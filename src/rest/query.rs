@@ -30,74 +30,40 @@ pub struct QueryParam<'q> {
 /// `INVALID_ARGUMENT` on a query beyond the bounds, or with an escape that is not `%` and two
 /// hex digits or bytes that are not UTF-8.
 pub fn parse_query(query: &str) -> Result<Vec<QueryParam<'_>>, Status> {
-    query_params(query)?.collect()
-}
-
-/// [`parse_query`]'s parameters one by one, without collecting them: what the binder reads,
-/// once, in order. The length is checked here; the count and each parameter's escapes as
-/// the parameters are read, a failure ending the iteration.
-pub(crate) fn query_params(query: &str) -> Result<QueryParams<'_>, Status> {
     if query.len() > MAX_QUERY_LEN {
         return Err(Status::invalid_argument(format!(
             "the query string is longer than {MAX_QUERY_LEN} bytes"
         )));
     }
-    Ok(QueryParams {
-        query,
-        start: 0,
-        count: 0,
-    })
-}
-
-/// The parameters of a query string still to be read.
-pub(crate) struct QueryParams<'q> {
-    query: &'q str,
-    /// Where the next piece begins; past the end once every piece is read.
-    start: usize,
-    /// The parameters read so far.
-    count: usize,
-}
-
-impl<'q> Iterator for QueryParams<'q> {
-    type Item = Result<QueryParam<'q>, Status>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        let query = self.query;
-        // Plain loops over the bytes: `&` and `=` are ASCII, and for pieces this short they
-        // cost a fraction of `str::split`'s searchers.
-        while self.start <= query.len() {
-            let start = self.start;
-            let end = find(&query.as_bytes()[start..], b'&').map_or(query.len(), |at| start + at);
-            let piece = &query[start..end];
-            self.start = end + 1;
-            let (name, value) = match find(piece.as_bytes(), b'=') {
-                Some(at) => (&piece[..at], &piece[at + 1..]),
-                None => (piece, ""),
-            };
-            if name.is_empty() {
-                continue;
-            }
-            if self.count == MAX_QUERY_PARAMS {
-                self.start = query.len() + 1;
-                return Some(Err(Status::invalid_argument(format!(
-                    "the query string has more than {MAX_QUERY_PARAMS} parameters"
-                ))));
-            }
-            self.count += 1;
-            return Some(decode_param(name, value));
+    let mut params = Vec::with_capacity(8);
+    // Plain loops over the bytes: `&` and `=` are ASCII, and for pieces this short they cost
+    // a fraction of `str::split`'s searchers.
+    let mut start = 0;
+    while start <= query.len() {
+        let end = find(&query.as_bytes()[start..], b'&').map_or(query.len(), |at| start + at);
+        let piece = &query[start..end];
+        start = end + 1;
+        let (name, value) = match find(piece.as_bytes(), b'=') {
+            Some(at) => (&piece[..at], &piece[at + 1..]),
+            None => (piece, ""),
+        };
+        if name.is_empty() {
+            continue;
         }
-        None
+        if params.len() == MAX_QUERY_PARAMS {
+            return Err(Status::invalid_argument(format!(
+                "the query string has more than {MAX_QUERY_PARAMS} parameters"
+            )));
+        }
+        let name = percent::decode(name, Form::Query).map_err(|error| {
+            Status::invalid_argument(format!("a query parameter's name has {}", error.describe()))
+        })?;
+        let value = percent::decode(value, Form::Query).map_err(|error| {
+            Status::invalid_argument(format!("query parameter `{name}` has {}", error.describe()))
+        })?;
+        params.push(QueryParam { name, value });
     }
-}
-
-fn decode_param<'q>(name: &'q str, value: &'q str) -> Result<QueryParam<'q>, Status> {
-    let name = percent::decode(name, Form::Query).map_err(|error| {
-        Status::invalid_argument(format!("a query parameter's name has {}", error.describe()))
-    })?;
-    let value = percent::decode(value, Form::Query).map_err(|error| {
-        Status::invalid_argument(format!("query parameter `{name}` has {}", error.describe()))
-    })?;
-    Ok(QueryParam { name, value })
+    Ok(params)
 }
 
 fn find(bytes: &[u8], byte: u8) -> Option<usize> {

@@ -97,9 +97,6 @@ impl fmt::Display for RouteError {
 impl std::error::Error for RouteError {}
 
 /// What a request's method and path find.
-// `Found` holds the path's segments inline (a few hundred bytes): a lookup is matched at once
-// by its one caller, and boxing it would cost the allocation the inline segments save.
-#[allow(clippy::large_enum_variant)]
 pub enum Lookup<'r, 'p, T> {
     /// The route, and where its variables are in the path.
     Found(Found<'r, 'p, T>),
@@ -115,7 +112,7 @@ pub struct Found<'r, 'p, T> {
     route: &'r Route<T>,
     path: &'p str,
     /// The segments of the path (the verb cut off the last one).
-    segments: Segments,
+    segments: Vec<Span>,
 }
 
 /// Where a segment of a request's path is, and whether it holds a `%` (so that only those
@@ -302,7 +299,7 @@ impl<T> Routes<T> {
         &'r self,
         route: usize,
         path: &'p str,
-        segments: Segments,
+        segments: Vec<Span>,
     ) -> Lookup<'r, 'p, T> {
         Lookup::Found(Found {
             route: &self.routes[route],
@@ -406,18 +403,14 @@ impl Want<'_> {
     }
 }
 
-/// Where a path's segments are. Most paths have a handful: up to 12 are kept without an
-/// allocation.
-type Segments = smallvec::SmallVec<[Span; 12]>;
-
 /// Where each segment of `path` is: none for `/`; `None` if the path does not start with a
 /// `/` or has more than [`MAX_PATH_SEGMENTS`].
-fn split(path: &str) -> Option<Segments> {
+fn split(path: &str) -> Option<Vec<Span>> {
     let rest = path.strip_prefix('/')?;
     if rest.is_empty() {
-        return Some(Segments::new());
+        return Some(Vec::new());
     }
-    let mut segments = Segments::new();
+    let mut segments = Vec::with_capacity(8);
     let mut span = Span {
         start: 1,
         end: 1,
