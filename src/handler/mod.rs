@@ -286,7 +286,7 @@ pub(crate) enum AnswerForm {
 }
 
 impl AnswerForm {
-    /// The form a unary handler answers `call` in: Connect's if its router asked.
+    /// The form a unary handler answers `call` in: Connect's or REST's if its router asked.
     fn of_unary(call: &mut Call) -> AnswerForm {
         match call.take_own_form() {
             Some(wire) if wire.is_rest() => AnswerForm::Rest,

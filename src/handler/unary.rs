@@ -202,7 +202,7 @@ pub(super) fn marshal<M: Message + Serialize + 'static>(
                 trailers.as_ref(),
             )
         }
-        // A REST call negotiates no compression (its request keeps no encoding header), and
+        // A REST call negotiates no compression (its wire names no encoding headers), and
         // REST has no trailers: the metadata is the headers, the bare JSON message the body.
         AnswerForm::Rest => {
             if frame.first() != Some(&0) {
