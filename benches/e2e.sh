@@ -19,6 +19,9 @@
 #   bash benches/e2e.sh connect    # Connect unary (proto and JSON over h2c, proto over HTTP/1.1)
 #                                  # against connectrpc 0.9.1, beside fastgrpc's gRPC unary;
 #                                  # plain hyper (hyper_floor_server) as the HTTP/1.1 floor
+#   bash benches/e2e.sh rest       # transcoding_server's Get as a REST GET and as a Connect
+#                                  # JSON POST of the same request, over h2c (4x16) and
+#                                  # HTTP/1.1 (16x1); and the REST GET with 500 rules
 #   bash benches/e2e.sh metrics    # light unary with gRFC A66 metrics on and off, and tonic
 #   bash benches/e2e.sh large      # unary calls of 1 MiB each way, one connection x 4 streams
 #   bash benches/e2e.sh clientstream  # client streaming: 1,000 messages of 100 bytes a call,
@@ -57,7 +60,8 @@ printf '\x00\x00\x00\x00\x07\x0a\x05world' > "$body"
 command -v h2load >/dev/null || { echo "h2load missing: apt-get install nghttp2-client" >&2; exit 1; }
 cargo build --release --quiet --example greeter_server --example tonic_greeter_server \
   --example interop_server --example tonic_streaming_server \
-  --example load_probe --example connectrpc_greeter_server --example hyper_floor_server
+  --example load_probe --example connectrpc_greeter_server --example hyper_floor_server \
+  --example transcoding_server
 
 fastgrpc=(target/release/examples/greeter_server --addr "127.0.0.1:$port")
 tonic=(target/release/examples/tonic_greeter_server --addr "127.0.0.1:$port")
@@ -187,8 +191,10 @@ open(want, "wb").write(reply)
 PY
 }
 
-# How h2load sends each request: gRPC over HTTP/2 unless a mode says otherwise.
+# How h2load sends each request: gRPC over HTTP/2 unless a mode says otherwise; to `path`,
+# with "$body" (a POST), or as a GET when the body is empty.
 request_args=(-H 'content-type: application/grpc' -H 'te: trailers')
+path=/helloworld.Greeter/SayHello
 
 # run NAME REQUESTS CONNECTIONS STREAMS SERVER_CPUS -- SERVER_COMMAND...
 run() {
@@ -198,12 +204,13 @@ run() {
   taskset -c "$cpus" "$@" >/dev/null 2>&1 &
   local pid=$!
   wait_for_port
-  check_reply "http://127.0.0.1:$port/helloworld.Greeter/SayHello"
+  check_reply "http://127.0.0.1:$port$path"
+  local data=()
+  [[ -s "$body" ]] && data=(-d "$body")
   read -r u1 s1 < <(awk '{print $14, $15}' "/proc/$pid/stat")
   local out
-  out=$(taskset -c 1 timeout 120 h2load -n "$n" -c "$c" -m "$m" -d "$body" \
-    "${request_args[@]}" --log-file="$log" \
-    "http://127.0.0.1:$port/helloworld.Greeter/SayHello")
+  out=$(taskset -c 1 timeout 120 h2load -n "$n" -c "$c" -m "$m" "${data[@]}" \
+    "${request_args[@]}" --log-file="$log" "http://127.0.0.1:$port$path")
   read -r u2 s2 < <(awk '{print $14, $15}' "/proc/$pid/stat")
   kill -INT "$pid"; wait "$pid" 2>/dev/null || true
   local rps
@@ -410,6 +417,36 @@ case "${1:-}" in
     REFERENCE="fastgrpc grpc" medians
     echo "against connectrpc, shape by shape:"
     REFERENCE=connectrpc BY_SHAPE=1 medians
+    exit 0 ;;
+  rest)
+    # REST transcoding against Connect JSON, the same call of transcoding.v1.Echo's Get (one
+    # worker, adaptive inline as users run it): the REST GET with a path and a query, and the
+    # Connect POST of the same EchoRequest; over h2c at 4x16 and over HTTP/1.1 with 16
+    # connections; then the REST GET on a server with 500 rules instead of Echo's 15.
+    transcoding=(target/release/examples/transcoding_server --addr "127.0.0.1:$port" --workers 1)
+    rest_path='/v1/shelves/1/books/2?page.size=10&verbose=true'
+    connect_json='{"name":"shelves/1/books/2","page":{"size":10},"verbose":true}'
+    for round in $(seq "$rounds"); do
+      for transport in h2c h1; do
+        if [[ $transport == h2c ]]; then
+          shape=(200000 4 16); transport_args=(); label="h2c 4x16"
+        else
+          shape=(100000 16 1); transport_args=(--h1); label="h1 16x1"
+        fi
+        : > "$body"; path=$rest_path; request_args=("${transport_args[@]}")
+        run "rest $label (round $round)" "${shape[@]}" 0 -- "${transcoding[@]}"
+        printf '%s' "$connect_json" > "$body"; path=/transcoding.v1.Echo/Get
+        request_args=(-H 'content-type: application/json' "${transport_args[@]}")
+        run "connect $label (round $round)" "${shape[@]}" 0 -- "${transcoding[@]}"
+      done
+      : > "$body"; path=$rest_path; request_args=()
+      run "rest-500-rules h2c 4x16 (round $round)" 200000 4 16 0 -- "${transcoding[@]}" \
+        --extra-routes 485
+    done
+    echo "against the Connect JSON POST of the same call, shape by shape:"
+    REFERENCE=connect BY_SHAPE=1 medians
+    echo "against the REST GET with Echo's 15 rules:"
+    REFERENCE="rest h2c 4x16" medians
     exit 0 ;;
   mixed)
     # 8 loops of 1 ms SayHello calls and 8 loops of health checks on one connection, two
