@@ -161,7 +161,7 @@ impl Builder {
     /// Whether HTTP/1.1 connections are served beside HTTP/2 on the same listener (default:
     /// yes), told apart by their first bytes. Browsers call gRPC-Web over HTTP/1.1 (they speak
     /// HTTP/2 only over TLS); gRPC itself needs HTTP/2 and is answered `505` over HTTP/1.1.
-    /// With `false` every connection is taken for HTTP/2, as before this switch.
+    /// With `false` every connection is taken for HTTP/2.
     pub fn accept_http1(mut self, enabled: bool) -> Self {
         self.connection.accept_http1 = enabled;
         self

@@ -508,8 +508,8 @@ async fn a_warm_unary_call_on_fastgrpcs_engine_allocates_only_for_the_handler_an
     );
 }
 
-/// A Connect unary call in protobuf allocates what a gRPC call does, and at most one more
-/// (issue 24's bound): the translation renames no header the call lacks, slices the reply's
+/// A Connect unary call in protobuf allocates what a gRPC call does, and at most one more:
+/// the translation renames no header the call lacks, slices the reply's
 /// frame header off in place, and gives the trailers' map back for the next reply.
 #[tokio::test]
 async fn a_warm_connect_call_allocates_at_most_one_more_than_a_grpc_call() {

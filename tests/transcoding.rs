@@ -797,7 +797,7 @@ async fn the_openapi_document_is_served_and_has_every_route() {
             )
             .await;
         assert_eq!(reply.status, 204);
-        // The REST routes are served as before beside it.
+        // The REST routes are still served beside it.
         assert_eq!(client.get("/v1/search").await.status, 200);
     })
     .await;
