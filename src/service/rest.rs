@@ -18,6 +18,7 @@
 //! then, in the body the handler reads ([`BindLater`]).
 
 use std::borrow::Cow;
+use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
@@ -170,8 +171,7 @@ pub(crate) fn serve(
             Err(body) => {
                 check_encoding(&parts.headers)?;
                 Ok(RequestBody::new(BindLater {
-                    body,
-                    read: BytesMut::new(),
+                    read: Box::pin(crate::codec::collect_bare(body, limit)),
                     bindings: bindings
                         .iter()
                         .map(|binding| (binding.field.to_vec(), binding.value.to_string()))
@@ -230,7 +230,7 @@ impl Input<'_> {
     /// The request message's JSON, from the path's `bindings`, the query and `body`.
     fn bind(&self, bindings: &[Binding<'_, '_>], body: &[u8]) -> Result<Vec<u8>, Status> {
         if body.len() > self.limit {
-            return Err(body_too_large(body.len(), self.limit));
+            return Err(crate::codec::too_large(body.len(), self.limit));
         }
         let rule = self.rule;
         let options = BindOptions::default();
@@ -280,18 +280,11 @@ fn merged(json: &[u8], field: Option<&str>, value: Value) -> Result<Vec<u8>, Sta
         .map_err(|error| Status::internal(format!("the request's JSON: {error}")))
 }
 
-fn body_too_large(len: usize, limit: usize) -> Status {
-    Status::resource_exhausted(format!(
-        "the request's body is larger than the server accepts ({len} > {limit} bytes)"
-    ))
-}
-
-/// A REST request's body still arriving, read whole (within the limit) and bound into the
-/// request message's JSON, which is what the handler then reads; a failure is the body's
-/// error, which the handler answers with.
+/// A REST request's body still arriving, read whole (within the limit, as a Connect body is:
+/// `codec::collect_bare`) and bound into the request message's JSON, which is what the
+/// handler then reads; a failure is the body's error, which the handler answers with.
 struct BindLater {
-    body: RequestBody,
-    read: BytesMut,
+    read: Pin<Box<dyn Future<Output = Result<Bytes, Status>> + Send>>,
     bindings: Vec<(Vec<Box<str>>, String)>,
     rule: &'static Rule,
     query: Option<String>,
@@ -312,25 +305,7 @@ impl http_body::Body for BindLater {
         if this.done {
             return Poll::Ready(None);
         }
-        loop {
-            match ready!(Pin::new(&mut this.body).poll_frame(cx)) {
-                Some(Ok(frame)) => {
-                    if let Ok(data) = frame.into_data() {
-                        if this.read.len() + data.len() > this.limit {
-                            this.done = true;
-                            let len = this.read.len() + data.len();
-                            return Poll::Ready(Some(Err(body_too_large(len, this.limit))));
-                        }
-                        this.read.extend_from_slice(&data);
-                    }
-                }
-                Some(Err(status)) => {
-                    this.done = true;
-                    return Poll::Ready(Some(Err(status)));
-                }
-                None => break,
-            }
-        }
+        let read = ready!(this.read.as_mut().poll(cx));
         this.done = true;
         let bindings: Vec<Binding<'_, '_>> = this
             .bindings
@@ -346,11 +321,11 @@ impl http_body::Body for BindLater {
             content_type: this.content_type.as_ref(),
             limit: this.limit,
         };
-        Poll::Ready(Some(
+        Poll::Ready(Some(read.and_then(|body| {
             input
-                .bind(&bindings, &this.read)
-                .map(|json| Frame::data(Bytes::from(json))),
-        ))
+                .bind(&bindings, &body)
+                .map(|json| Frame::data(Bytes::from(json)))
+        })))
     }
 
     fn is_end_stream(&self) -> bool {
