@@ -454,6 +454,25 @@ async fn routing_and_bad_input_are_4xx_with_a_google_rpc_status() {
     server.stop().await;
 }
 
+/// A body too large to be read before the call starts is read by the call and bound then.
+#[tokio::test]
+async fn a_large_body_is_bound_once_it_has_all_come() {
+    let server = echo_server().await;
+    over_both(&server, async |client: &mut Client| {
+        let name = "x".repeat(300_000);
+        let body = format!(r#"{{"displayName": "{name}"}}"#);
+        let reply = client
+            .send("PUT", "/v1/shelves/1/books/2", &[], body.as_bytes())
+            .await;
+        assert_eq!(reply.status, 200, "{:?}", reply.header("content-type"));
+        let echoed = reply.json();
+        assert_eq!(echoed["name"], "shelves/1/books/2");
+        assert_eq!(echoed["displayName"].as_str().map(str::len), Some(300_000));
+    })
+    .await;
+    server.stop().await;
+}
+
 #[tokio::test]
 async fn a_body_over_the_service_s_limit_is_refused() {
     let server = TestServer::start(
@@ -469,6 +488,16 @@ async fn a_body_over_the_service_s_limit_is_refused() {
         assert_eq!(reply.status(429)["code"], 8);
         let reply = client.send("POST", "/v1/upload", &[], &[7; 2000]).await;
         assert_eq!(reply.status(429)["code"], 8);
+        // One too large to be read before the call starts: refused as it is read. Over
+        // HTTP/2 only: over HTTP/1.1 the server closes the connection after its early answer,
+        // and a client still writing 300 KB may see the close as a reset before the answer.
+        if matches!(client, Client::Http2(_)) {
+            let body = format!(r#"{{"displayName": "{}"}}"#, "x".repeat(300_000));
+            let reply = client
+                .send("PUT", "/v1/shelves/1/books/2", &[], body.as_bytes())
+                .await;
+            assert_eq!(reply.status(429)["code"], 8);
+        }
         assert_eq!(client.get("/v1/search").await.status, 200);
     })
     .await;
