@@ -2,11 +2,13 @@
 //! rule takes it from: the body (all of it, one field, or none, as the rule's `body` says),
 //! the path's variables, and the query's parameters. The JSON codec then decodes the object
 //! as it decodes any JSON request, so every ProtoJSON form it reads (64-bit integers as
-//! strings, enums by name or number, the well-known types' strings) works here too.
+//! strings or numbers, enums by name or number, the well-known types' strings) works here too.
 //!
 //! Path and query values are text; each becomes the JSON value of its field's kind
 //! ([`FieldKind`]) here, where a value of the wrong kind (`ids=x`, `verbose=maybe`,
-//! `genre=NOPE`, `since=yesterday`) can be refused naming its parameter. Objects are keyed by
+//! `genre=NOPE`, `since=yesterday`) can be refused naming its parameter. The values are kept
+//! as [`Scalar`]s, borrowing the text they came from, and written straight into the object's
+//! text; `serde_json::Value`s are built only to merge them into a body. Objects are keyed by
 //! JSON names; a query parameter may use either name, at every level (`page.size`,
 //! `displayName`, `display_name`). A path variable's value replaces what the body says of its
 //! field. A query parameter that sets a field twice (a field that is not repeated, or one the
@@ -50,6 +52,11 @@ pub fn request_json(
             rule.template.text
         )));
     }
+    // The query's parameters outlive the object, which borrows their values.
+    let params = match query {
+        Some(query) => parse_query(query)?,
+        None => Vec::new(),
+    };
     // What the path and the query set, by field; the body's part is merged in at the end.
     let mut assigned = Object::default();
     for binding in bindings {
@@ -61,39 +68,37 @@ pub fn request_json(
         let value = value_of(path.last(), &binding.value).map_err(invalid)?;
         assigned.set(path.fields(), value).map_err(invalid)?;
     }
-    if let Some(query) = query {
-        for QueryParam { name, value: text } in parse_query(query)? {
-            let invalid = |reason: String| {
-                Status::invalid_argument(format!("query parameter `{name}`: {reason}"))
-            };
-            let Some(path) = resolve(table, name.split('.')).map_err(invalid)? else {
-                if options.reject_unknown_parameters {
-                    return Err(invalid(format!("{} has no such field", table.message)));
-                }
-                continue;
-            };
-            let fields = path.fields();
-            let bound_by_path = bindings.iter().any(|binding| {
-                binding.field.len() == fields.len()
-                    && binding
-                        .field
-                        .iter()
-                        .zip(fields)
-                        .all(|(name, field)| **name == *field.name)
-            });
-            if bound_by_path {
-                return Err(invalid("the path sets this field".to_owned()));
+    for QueryParam { name, value: text } in &params {
+        let invalid = |reason: String| {
+            Status::invalid_argument(format!("query parameter `{name}`: {reason}"))
+        };
+        let Some(path) = resolve(table, name.split('.')).map_err(invalid)? else {
+            if options.reject_unknown_parameters {
+                return Err(invalid(format!("{} has no such field", table.message)));
             }
-            match rule.body {
-                Body::All => return Err(invalid("the body carries every field".to_owned())),
-                Body::Field(body) if fields[0].name == body => {
-                    return Err(invalid("the body carries this field".to_owned()));
-                }
-                _ => {}
-            }
-            let value = value_of(path.last(), &text).map_err(invalid)?;
-            assigned.set(fields, value).map_err(invalid)?;
+            continue;
+        };
+        let fields = path.fields();
+        let bound_by_path = bindings.iter().any(|binding| {
+            binding.field.len() == fields.len()
+                && binding
+                    .field
+                    .iter()
+                    .zip(fields)
+                    .all(|(name, field)| **name == *field.name)
+        });
+        if bound_by_path {
+            return Err(invalid("the path sets this field".to_owned()));
         }
+        match rule.body {
+            Body::All => return Err(invalid("the body carries every field".to_owned())),
+            Body::Field(body) if fields[0].name == body => {
+                return Err(invalid("the body carries this field".to_owned()));
+            }
+            _ => {}
+        }
+        let value = value_of(path.last(), text).map_err(invalid)?;
+        assigned.set(fields, value).map_err(invalid)?;
     }
     let body_object = match rule.body {
         Body::None => None,
@@ -111,17 +116,18 @@ pub fn request_json(
         }
     };
     let mut json = Vec::with_capacity(body.len() + 128);
-    let written = match body_object {
-        // The common case, a request from the path and the query alone: no map is built.
+    match body_object {
+        // The common case, a request from the path and the query alone: written as it is.
         None => assigned.write(&mut json),
         Some(mut object) => {
             assigned
                 .merge_into(&mut object)
                 .map_err(Status::invalid_argument)?;
-            serde_json::to_writer(&mut json, &object)
+            serde_json::to_writer(&mut json, &object).map_err(|error| {
+                Status::internal(format!("writing the request's JSON: {error}"))
+            })?;
         }
-    };
-    written.map_err(|error| Status::internal(format!("writing the request's JSON: {error}")))?;
+    }
     Ok(json)
 }
 
@@ -132,33 +138,71 @@ fn parse_body(body: &[u8]) -> Result<Value, Status> {
 
 /// What the path and the query set of a message: each field once, in the order first set.
 #[derive(Default)]
-struct Object {
-    members: Vec<(&'static Field, Member)>,
+struct Object<'t> {
+    members: Vec<(&'static Field, Member<'t>)>,
 }
 
-enum Member {
-    Value(Value),
-    List(Vec<Value>),
-    Object(Object),
+enum Member<'t> {
+    Value(Scalar<'t>),
+    List(Vec<Scalar<'t>>),
+    Object(Object<'t>),
 }
 
-/// Writes a field's JSON name as a JSON string. A generated name is a plain identifier, which
-/// needs no escaping; any other (a `json_name` option may say anything) goes through the escaper.
-fn write_name(out: &mut Vec<u8>, name: &str) -> Result<(), serde_json::Error> {
-    if name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-        out.push(b'"');
-        out.extend_from_slice(name.as_bytes());
-        out.push(b'"');
-        Ok(())
-    } else {
-        serde_json::to_writer(&mut *out, name)
+/// One value from a path or a query, checked against its field's kind, in the form its JSON
+/// is written from. 64-bit integers are written as numbers: ProtoJSON readers take them either
+/// way, and the number is exact in the text, whatever a JavaScript reader would make of it.
+enum Scalar<'t> {
+    /// A JSON string: string and bytes fields, enum names, the well-known types' strings,
+    /// and the non-finite floats.
+    Text(&'t str),
+    Bool(bool),
+    Int(i64),
+    UInt(u64),
+    Float(f64),
+}
+
+impl Scalar<'_> {
+    fn write(&self, out: &mut Vec<u8>) {
+        let written = match *self {
+            Scalar::Text(text) => return write_string(out, text),
+            Scalar::Bool(true) => return out.extend_from_slice(b"true"),
+            Scalar::Bool(false) => return out.extend_from_slice(b"false"),
+            Scalar::Int(number) => serde_json::to_writer(&mut *out, &number),
+            Scalar::UInt(number) => serde_json::to_writer(&mut *out, &number),
+            // Finite: the non-finite values are `Text`.
+            Scalar::Float(number) => serde_json::to_writer(&mut *out, &number),
+        };
+        written.expect("writing a number to a Vec cannot fail");
+    }
+
+    fn into_value(self) -> Value {
+        match self {
+            Scalar::Text(text) => Value::String(text.to_owned()),
+            Scalar::Bool(value) => Value::Bool(value),
+            Scalar::Int(number) => Value::Number(number.into()),
+            Scalar::UInt(number) => Value::Number(number.into()),
+            Scalar::Float(number) => Number::from_f64(number).map_or(Value::Null, Value::Number),
+        }
     }
 }
 
-impl Object {
+/// Writes `text` as a JSON string. Most text (names, identifiers, numbers' digits) needs no
+/// escaping and is copied; any other goes through serde_json's escaper.
+fn write_string(out: &mut Vec<u8>, text: &str) {
+    if text.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.reserve(text.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(text.as_bytes());
+        out.push(b'"');
+    } else {
+        serde_json::to_writer(&mut *out, text).expect("writing to a Vec cannot fail");
+    }
+}
+
+impl<'t> Object<'t> {
     /// Sets the last of `fields` (the others are the messages on the way) to `value`, or adds
     /// it to the field's list. A field that is not repeated is set once.
-    fn set(&mut self, fields: &[&'static Field], value: Value) -> Result<(), String> {
+    fn set(&mut self, fields: &[&'static Field], value: Scalar<'t>) -> Result<(), String> {
         let (&first, rest) = fields.split_first().expect("a field path is never empty");
         let at = match self
             .members
@@ -190,22 +234,30 @@ impl Object {
     }
 
     /// Writes the fields set as a JSON object, by their JSON names.
-    fn write(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+    fn write(&self, out: &mut Vec<u8>) {
         out.push(b'{');
         for (index, (field, member)) in self.members.iter().enumerate() {
             if index > 0 {
                 out.push(b',');
             }
-            write_name(out, field.json_name)?;
+            write_string(out, field.json_name);
             out.push(b':');
             match member {
-                Member::Value(value) => serde_json::to_writer(&mut *out, value)?,
-                Member::List(values) => serde_json::to_writer(&mut *out, values)?,
-                Member::Object(object) => object.write(out)?,
+                Member::Value(value) => value.write(out),
+                Member::List(values) => {
+                    out.push(b'[');
+                    for (index, value) in values.iter().enumerate() {
+                        if index > 0 {
+                            out.push(b',');
+                        }
+                        value.write(out);
+                    }
+                    out.push(b']');
+                }
+                Member::Object(object) => object.write(out),
             }
         }
         out.push(b'}');
-        Ok(())
     }
 
     /// Sets the fields in `object`, a body's, over what it says of them. A field the body
@@ -221,8 +273,10 @@ impl Object {
                 .entry(field.json_name)
                 .or_insert(moved.unwrap_or(Value::Null));
             match member {
-                Member::Value(value) => *slot = value,
-                Member::List(values) => *slot = Value::Array(values),
+                Member::Value(value) => *slot = value.into_value(),
+                Member::List(values) => {
+                    *slot = Value::Array(values.into_iter().map(Scalar::into_value).collect());
+                }
                 Member::Object(inner) => {
                     if slot.is_null() {
                         *slot = Value::Object(Map::new());
@@ -310,41 +364,40 @@ fn no_field(table: &FieldTable, name: &str) -> Status {
 }
 
 /// The JSON value of `text` for `field`, or why there is none.
-fn value_of(field: &Field, text: &str) -> Result<Value, String> {
+fn value_of<'t>(field: &Field, text: &'t str) -> Result<Scalar<'t>, String> {
     let wrong = |kind: &str| format!("{text:?} is not {kind}");
     match field.kind {
-        FieldKind::String => Ok(Value::String(text.to_owned())),
+        FieldKind::String => Ok(Scalar::Text(text)),
         FieldKind::Bytes => match decode_base64(text) {
-            Some(_) => Ok(Value::String(text.to_owned())),
+            Some(_) => Ok(Scalar::Text(text)),
             None => Err(wrong("base64")),
         },
         FieldKind::Bool => match text {
-            "true" => Ok(Value::Bool(true)),
-            "false" => Ok(Value::Bool(false)),
+            "true" => Ok(Scalar::Bool(true)),
+            "false" => Ok(Scalar::Bool(false)),
             _ => Err(wrong("a bool (`true` or `false`)")),
         },
         FieldKind::Int32 => integer::<i32>(text)
-            .map(|n| Value::Number(n.into()))
+            .map(|n| Scalar::Int(n.into()))
             .ok_or_else(|| wrong("an int32")),
         FieldKind::UInt32 => integer::<u32>(text)
-            .map(|n| Value::Number(n.into()))
+            .map(|n| Scalar::UInt(n.into()))
             .ok_or_else(|| wrong("a uint32")),
-        // As ProtoJSON writes them: strings, which hold every value exactly.
         FieldKind::Int64 => integer::<i64>(text)
-            .map(|n| Value::String(n.to_string()))
+            .map(Scalar::Int)
             .ok_or_else(|| wrong("an int64")),
         FieldKind::UInt64 => integer::<u64>(text)
-            .map(|n| Value::String(n.to_string()))
+            .map(Scalar::UInt)
             .ok_or_else(|| wrong("a uint64")),
         FieldKind::Float => float(text, true).ok_or_else(|| wrong("a float")),
         FieldKind::Double => float(text, false).ok_or_else(|| wrong("a double")),
         FieldKind::Enum(values) => {
             if let Some((name, _)) = values.values.iter().find(|(name, _)| *name == text) {
-                return Ok(Value::String((*name).to_owned()));
+                return Ok(Scalar::Text(name));
             }
             match integer::<i32>(text) {
                 Some(number) if values.open || values.values.iter().any(|(_, n)| *n == number) => {
-                    Ok(Value::Number(number.into()))
+                    Ok(Scalar::Int(number.into()))
                 }
                 _ => Err(format!("{text:?} is not a value of {}", values.name)),
             }
@@ -374,22 +427,22 @@ fn integer<T: std::str::FromStr>(text: &str) -> Option<T> {
 
 /// A finite number (within a `float`'s range if `single`), or `NaN`, `Infinity`,
 /// `-Infinity`, which ProtoJSON writes as strings.
-fn float(text: &str, single: bool) -> Option<Value> {
+fn float(text: &str, single: bool) -> Option<Scalar<'_>> {
     if matches!(text, "NaN" | "Infinity" | "-Infinity") {
-        return Some(Value::String(text.to_owned()));
+        return Some(Scalar::Text(text));
     }
     // Rust's parser also takes `inf` and `nan`; only finite values are numbers here.
     let value: f64 = text.parse().ok().filter(|value: &f64| value.is_finite())?;
     if single && !(value as f32).is_finite() {
         return None;
     }
-    Number::from_f64(value).map(Value::Number)
+    Some(Scalar::Float(value))
 }
 
 /// `text` if it is the JSON string form of the well-known type `T`.
-fn well_known<'t, T: Deserialize<'t>>(text: &'t str) -> Result<Value, String> {
+fn well_known<'t, T: Deserialize<'t>>(text: &'t str) -> Result<Scalar<'t>, String> {
     match T::deserialize(BorrowedStrDeserializer::<ValueError>::new(text)) {
-        Ok(_) => Ok(Value::String(text.to_owned())),
+        Ok(_) => Ok(Scalar::Text(text)),
         Err(error) => Err(error.to_string()),
     }
 }
@@ -512,7 +565,7 @@ mod tests {
         let json = bind(
             Body::None,
             &[],
-            "page.size=10&ids=1&ids=-2&display_name=x&genre=FICTION&big=9007199254740993\
+            "page.size=10&ids=1&ids=-2&display_name=%22x%5C%0A&genre=FICTION&big=9007199254740993\
              &since=2024-01-01T00:00:00Z&verbose=true&count=4294967295&ratio=1.5\
              &interval=1.5s&updateMask=a.b,c&data=AQI_&book.title=T",
             "",
@@ -521,8 +574,8 @@ mod tests {
         assert_eq!(
             json,
             serde_json::json!({
-                "page": {"size": 10}, "ids": [1, -2], "displayName": "x", "genre": "FICTION",
-                "big": "9007199254740993", "since": "2024-01-01T00:00:00Z", "verbose": true,
+                "page": {"size": 10}, "ids": [1, -2], "displayName": "\"x\\\n", "genre": "FICTION",
+                "big": 9007199254740993u64, "since": "2024-01-01T00:00:00Z", "verbose": true,
                 "count": 4294967295u32, "ratio": 1.5, "interval": "1.5s", "updateMask": "a.b,c",
                 "data": "AQI_", "book": {"title": "T"},
             })
@@ -530,7 +583,7 @@ mod tests {
         let json = bind(Body::None, &[], "genre=1&ratio=NaN&big=-007", "").unwrap();
         assert_eq!(
             json,
-            serde_json::json!({"genre": 1, "ratio": "NaN", "big": "-7"})
+            serde_json::json!({"genre": 1, "ratio": "NaN", "big": -7})
         );
     }
 
