@@ -384,6 +384,10 @@ impl<S: fastgrpc::service::FastService> fastgrpc::service::FastService for WithE
         self.service.max_request_size()
     }
 
+    fn accepted_encodings(&self) -> &[fastgrpc::CompressionEncoding] {
+        self.service.accepted_encodings()
+    }
+
     fn openapi(&self) -> Option<&'static str> {
         self.service.openapi()
     }

@@ -620,6 +620,95 @@ async fn grpc_and_connect_calls_on_the_same_server_are_unchanged() {
     server.stop().await;
 }
 
+fn gzip(data: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    encoder.write_all(data).unwrap();
+    encoder.finish().unwrap()
+}
+
+/// A body compressed with an encoding the service accepts (gzip by default) is decompressed
+/// before it is bound, whether it came whole or is read by the handler; another encoding is
+/// 415 with the encodings accepted, and a corrupt or too large one is refused.
+#[tokio::test]
+async fn a_compressed_body_is_decompressed_before_it_is_bound() {
+    let server = TestServer::start(
+        fastgrpc::Server::builder()
+            .add_service(EchoServer::new(TranscodingEcho).max_decoding_message_size(400_000)),
+    )
+    .await;
+    over_both(&server, async |client: &mut Client| {
+        let gzipped = [
+            ("content-type", "application/json"),
+            ("content-encoding", "gzip"),
+        ];
+        let reply = client
+            .send(
+                "PUT",
+                "/v1/shelves/1/books/2",
+                &gzipped,
+                &gzip(br#"{"displayName": "d", "name": "ignored"}"#),
+            )
+            .await;
+        assert_eq!(reply.status, 200, "{reply:?}");
+        assert_eq!(
+            reply.json(),
+            json!({"name": "shelves/1/books/2", "displayName": "d"})
+        );
+        // An `HttpBody` takes the body decompressed; one of 150 KB that hardly compresses is
+        // not read before the call starts over HTTP/1.1.
+        let mut noise = Vec::with_capacity(150_000);
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        while noise.len() < 150_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            noise.extend_from_slice(&seed.to_le_bytes());
+        }
+        for body in [&[0u8; 3000][..], &noise] {
+            let reply = client
+                .send(
+                    "POST",
+                    "/v1/upload",
+                    &[("content-type", "application/octet-stream"), gzipped[1]],
+                    &gzip(body),
+                )
+                .await;
+            assert_eq!(
+                reply.json(),
+                json!({"title": "application/octet-stream", "pages": body.len().to_string()})
+            );
+        }
+        let reply = client
+            .send(
+                "PUT",
+                "/v1/shelves/1/books/2",
+                &[gzipped[0], ("content-encoding", "deflate")],
+                b"x",
+            )
+            .await;
+        assert_eq!(reply.status(415)["code"], 12);
+        assert_eq!(reply.header("accept-encoding"), Some("identity,gzip"));
+        let reply = client
+            .send("PUT", "/v1/shelves/1/books/2", &gzipped, b"not gzip")
+            .await;
+        assert_eq!(reply.status(400)["code"], 3);
+        // Small on the wire, over the limit once decompressed.
+        let reply = client
+            .send(
+                "PUT",
+                "/v1/shelves/1/books/2",
+                &gzipped,
+                &gzip(&[b' '; 500_000]),
+            )
+            .await;
+        assert_eq!(reply.status(429)["code"], 8);
+        assert_eq!(client.get("/v1/search").await.status, 200);
+    })
+    .await;
+    server.stop().await;
+}
+
 /// A REST call's body is bound before its handler reads it, and REST's reply is plain JSON:
 /// gRPC's or HTTP's encoding headers on the request neither make the handler decompress the
 /// bound message nor compress the reply, on a service that would compress for gRPC.

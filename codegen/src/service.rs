@@ -240,6 +240,10 @@ fn server_module(
                     self.config.max_request_size()
                 }
 
+                fn accepted_encodings(&self) -> &[#runtime::CompressionEncoding] {
+                    self.config.accepted_encodings()
+                }
+
                 #http_rules_method
             }
 

@@ -22,6 +22,7 @@ mod codec;
 mod negotiate;
 
 pub use self::codec::{compress, decompress};
+pub(crate) use self::negotiate::accepted_names;
 pub use self::negotiate::{
     AcceptEncoding, EncodingHeaders, GRPC_ACCEPT_ENCODING, GRPC_ENCODING, request_encoding,
     response_encoding,

@@ -114,7 +114,7 @@ fn unsupported_encoding(
 }
 
 /// `identity,` then the names of `enabled`, each once.
-fn accepted_names(enabled: &[CompressionEncoding]) -> String {
+pub(crate) fn accepted_names(enabled: &[CompressionEncoding]) -> String {
     let mut names = String::from("identity");
     for (i, encoding) in enabled.iter().enumerate() {
         if !enabled[..i].contains(encoding) {

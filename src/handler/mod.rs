@@ -107,6 +107,12 @@ impl HandlerConfig {
         self
     }
 
+    /// The encodings requests may be compressed with besides `identity`.
+    #[doc(hidden)]
+    pub fn accepted_encodings(&self) -> &[CompressionEncoding] {
+        self.accept_compressed.as_slice()
+    }
+
     /// Accepts requests compressed with `encoding` too.
     pub fn accept_compressed(mut self, encoding: CompressionEncoding) -> Self {
         self.accept_compressed = self.accept_compressed.with(encoding);

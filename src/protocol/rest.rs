@@ -14,12 +14,13 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use bytes::{BufMut, Bytes, BytesMut};
-use http::header::{ALLOW, CONTENT_TYPE};
+use http::header::{ACCEPT_ENCODING, ALLOW, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, StatusCode};
 use serde_json::{Map, Value};
 use tonic::Status;
 
 use crate::body::ResponseBody;
+use crate::compression::CompressionEncoding;
 use crate::metadata::ErrorHeaders;
 use crate::rest::{HTTP_BODY, Rule};
 
@@ -93,6 +94,21 @@ pub(crate) fn method_not_allowed(
     *response.status_mut() = StatusCode::METHOD_NOT_ALLOWED;
     if let Ok(allow) = HeaderValue::from_str(&allowed.join(", ")) {
         response.headers_mut().insert(ALLOW, allow);
+    }
+    response
+}
+
+/// The answer to a body compressed with a coding the service does not accept: 415, the
+/// codings it does in `accept-encoding` (RFC 9110, section 15.5.16), and `status`, which
+/// names them, as its `google.rpc.Status`.
+pub(crate) fn unsupported_encoding(
+    status: &Status,
+    accepted: &[CompressionEncoding],
+) -> http::Response<ResponseBody> {
+    let mut response = failure(status);
+    *response.status_mut() = StatusCode::UNSUPPORTED_MEDIA_TYPE;
+    if let Ok(names) = HeaderValue::try_from(crate::compression::accepted_names(accepted)) {
+        response.headers_mut().insert(ACCEPT_ENCODING, names);
     }
     response
 }

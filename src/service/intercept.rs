@@ -212,6 +212,10 @@ impl<S: FastService, I: Interceptor> FastService for Intercepted<S, I> {
     fn max_request_size(&self) -> usize {
         self.service.max_request_size()
     }
+
+    fn accepted_encodings(&self) -> &[crate::CompressionEncoding] {
+        self.service.accepted_encodings()
+    }
 }
 
 crate::__tower_service_of_fast_service!(<S: FastService, I: Interceptor> Intercepted<S, I>);

@@ -75,6 +75,13 @@ pub trait FastService: Send + Sync + 'static {
         crate::codec::DEFAULT_MAX_RECEIVE_MESSAGE_SIZE
     }
 
+    /// The encodings a request may be compressed with besides `identity`: a REST call's body
+    /// is decompressed with one of them before it is bound into the message.
+    #[doc(hidden)]
+    fn accepted_encodings(&self) -> &[crate::CompressionEncoding] {
+        &[]
+    }
+
     /// Serves one call whose context (`call`) its transport read from the request's head
     /// already. Generated servers and interceptors serve through it, so that what the call is
     /// is read once; any other service serves it as [`call`](Self::call).

@@ -15,7 +15,10 @@
 //! (JSON messages) becomes REST's here: the reply alone, or a stream of lines or events.
 //!
 //! A body that is not whole yet is read by the handler, as a Connect call's is: it is bound
-//! then, in the body the handler reads ([`BindLater`]).
+//! then, in the body the handler reads ([`BindLater`]). A body compressed with an encoding
+//! the service accepts (`content-encoding`, as the service's `accept_compressed` allows for
+//! gRPC and Connect) is decompressed, within the service's size limit, before it is bound;
+//! another encoding is refused with 415 and the encodings accepted.
 
 use std::borrow::Cow;
 use std::future::Future;
@@ -23,7 +26,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
 use bytes::{Buf, Bytes, BytesMut};
-use http::header::{ACCEPT, CONTENT_ENCODING, CONTENT_TYPE};
+use http::header::{ACCEPT, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue};
 use http_body::{Body as _, Frame};
 use serde_json::{Map, Value};
@@ -34,6 +37,7 @@ use crate::FastFuture;
 use crate::body::{RequestBody, ResponseBody};
 use crate::call::Call;
 use crate::codec::FRAME_HEADER_LEN;
+use crate::compression::{self, CompressionEncoding, EncodingHeaders};
 use crate::handler::ResponseFuture;
 use crate::protocol::{Protocol, rest};
 use crate::rest::{BindOptions, Binding, Body, FieldKind, HTTP_BODY, Lookup, Routes, Rule};
@@ -150,39 +154,50 @@ pub(crate) fn serve(
     };
     let route = found.value();
     let (index, rule) = (route.service, route.rule);
-    let limit = router.service(index).max_request_size();
+    let service = router.service(index);
+    let limit = service.max_request_size();
+    let body = body.into_whole();
+    // The body's `content-encoding`: none, or one the service accepts. Another is refused as
+    // HTTP refuses a content coding it does not know (`rest::unsupported_encoding`).
+    let encoding = match &body {
+        // Most REST calls are GETs: no body, nothing that could be compressed.
+        Ok(data) if data.is_empty() => None,
+        _ => {
+            let accepted = service.accepted_encodings();
+            let names = EncodingHeaders::CONNECT_UNARY;
+            match compression::request_encoding(&parts.headers, names, accepted) {
+                Ok(encoding) => encoding,
+                Err(status) => {
+                    return FastFuture::ok(rest::unsupported_encoding(&status, accepted));
+                }
+            }
+        }
+    };
     let bound = found.bindings().and_then(|bindings| {
         let input = Input {
             rule,
             query: parts.uri.query(),
             content_type: parts.headers.get(CONTENT_TYPE),
+            encoding,
             limit,
         };
-        match body.into_whole() {
-            Ok(data) => {
-                // Most REST calls are GETs: no body, nothing that could be compressed.
-                if !data.is_empty() {
-                    check_encoding(&parts.headers)?;
-                }
-                input
-                    .bind(&bindings, &data)
-                    .map(|json| RequestBody::whole(json.into()))
-            }
-            Err(body) => {
-                check_encoding(&parts.headers)?;
-                Ok(RequestBody::new(BindLater {
-                    read: Box::pin(crate::codec::collect_bare(body, limit)),
-                    bindings: bindings
-                        .iter()
-                        .map(|binding| (binding.field.to_vec(), binding.value.to_string()))
-                        .collect(),
-                    rule,
-                    query: input.query.map(str::to_owned),
-                    content_type: input.content_type.cloned(),
-                    limit,
-                    done: false,
-                }))
-            }
+        match body {
+            Ok(data) => input
+                .bind(&bindings, &data)
+                .map(|json| RequestBody::whole(json.into())),
+            Err(body) => Ok(RequestBody::new(BindLater {
+                read: Box::pin(crate::codec::collect_bare(body, limit)),
+                bindings: bindings
+                    .iter()
+                    .map(|binding| (binding.field.to_vec(), binding.value.to_string()))
+                    .collect(),
+                rule,
+                query: input.query.map(str::to_owned),
+                content_type: input.content_type.cloned(),
+                encoding,
+                limit,
+                done: false,
+            })),
         }
     });
     let body = match bound {
@@ -208,21 +223,13 @@ pub(crate) fn serve(
     response.and_then(move |response| answer(response, rule, events))
 }
 
-/// Refuses a compressed body: it would have to be decompressed before it is bound.
-fn check_encoding(headers: &HeaderMap) -> Result<(), Status> {
-    match headers.get(CONTENT_ENCODING) {
-        Some(encoding) if !encoding.as_bytes().eq_ignore_ascii_case(b"identity") => Err(
-            Status::unimplemented("a REST request's body cannot be compressed (content-encoding)"),
-        ),
-        _ => Ok(()),
-    }
-}
-
 /// What a REST request's message is bound from, besides the path's variables and the body.
 struct Input<'a> {
     rule: &'static Rule,
     query: Option<&'a str>,
     content_type: Option<&'a HeaderValue>,
+    /// What the body is compressed with, if anything.
+    encoding: Option<CompressionEncoding>,
     limit: usize,
 }
 
@@ -232,6 +239,20 @@ impl Input<'_> {
         if body.len() > self.limit {
             return Err(crate::codec::too_large(body.len(), self.limit));
         }
+        let decompressed;
+        let body = match self.encoding {
+            Some(encoding) => {
+                decompressed = compression::decompress(encoding, body, self.limit).map_err(
+                    // Corrupt input is the client's request, not the server's fault.
+                    |status| match status.code() {
+                        Code::Internal => Status::invalid_argument(status.message()),
+                        _ => status,
+                    },
+                )?;
+                &decompressed[..]
+            }
+            None => body,
+        };
         let rule = self.rule;
         let options = BindOptions::default();
         // A `google.api.HttpBody` takes the body as it is: its bytes and content type.
@@ -289,6 +310,7 @@ struct BindLater {
     rule: &'static Rule,
     query: Option<String>,
     content_type: Option<HeaderValue>,
+    encoding: Option<CompressionEncoding>,
     limit: usize,
     done: bool,
 }
@@ -319,6 +341,7 @@ impl http_body::Body for BindLater {
             rule: this.rule,
             query: this.query.as_deref(),
             content_type: this.content_type.as_ref(),
+            encoding: this.encoding,
             limit: this.limit,
         };
         Poll::Ready(Some(read.and_then(|body| {
