@@ -168,6 +168,29 @@ fn bodies_follow_the_method_and_name_fields_that_exist() {
 }
 
 #[test]
+fn methods_whose_client_streams_are_refused_and_server_streams_are_not() {
+    for (name, request, reply) in [
+        ("Up", "stream Req", "Req"),
+        ("Both", "stream Req", "stream Req"),
+    ] {
+        let methods = format!(
+            r#"rpc {name}({request}) returns ({reply}) {{ option (google.api.http) = {{ post: "/v1/x" body: "*" }}; }}"#
+        );
+        fails(
+            &methods,
+            &[&format!(
+                "checks.Svc.{name}: POST \"/v1/x\": the client streams its requests"
+            )],
+        );
+    }
+    let code = compile(
+        r#"rpc Down(Req) returns (stream Req) { option (google.api.http) = { get: "/v1/x" }; }"#,
+    )
+    .unwrap();
+    assert!(code.contains("server_streaming: true"), "{code}");
+}
+
+#[test]
 fn two_rules_that_match_the_same_requests_are_refused() {
     fails(
         r#"rpc A(Req) returns (Req) { option (google.api.http) = { get: "/v1/{name}" }; }

@@ -178,6 +178,7 @@ pub(crate) fn generate(
                     full_name: &full_name,
                     request: method.input_type(),
                     response: method.output_type(),
+                    client_streaming: method.client_streaming(),
                 };
                 let mut bindings = vec![(rule, false)];
                 bindings.extend(rule.additional_bindings.iter().map(|rule| (rule, true)));
@@ -263,6 +264,8 @@ struct Method<'a> {
     full_name: &'a str,
     request: &'a str,
     response: &'a str,
+    /// Whether the client sends a stream of messages, which a REST call cannot: it sends one.
+    client_streaming: bool,
 }
 
 impl Method<'_> {
@@ -291,6 +294,13 @@ impl Method<'_> {
         if additional && !rule.additional_bindings.is_empty() {
             return Err(fail(
                 "an additional binding cannot have additional bindings of its own".into(),
+            ));
+        }
+        if self.client_streaming {
+            return Err(fail(
+                "the client streams its requests, and a REST call sends one; serve this method \
+                 over gRPC or Connect only, or make its request a single message"
+                    .into(),
             ));
         }
         let template = template::parse(text)
