@@ -382,17 +382,109 @@ async fn an_answer_before_the_body_is_read_closes_the_connection_and_says_so() {
     let mut tcp = TcpStream::connect(server.addr).await.unwrap();
     // Larger than what is read before the call starts: the call reads it as it arrives.
     let declared = 256 * 1024;
-    let mut bytes = request("POST", "application/proto", &[], &[]);
-    let head_end = bytes.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
-    let head = String::from_utf8(bytes[..head_end].to_vec())
-        .unwrap()
-        .replace("content-length: 0", &format!("content-length: {declared}"));
-    bytes = format!("{head}\r\n\r\n").into_bytes();
+    let mut bytes = head_declaring(declared);
     // Half of the body: the rest never comes.
     bytes.extend(vec![0x0a; declared / 2]);
     tcp.write_all(&bytes).await.unwrap();
     let answer = last_answer(&mut tcp).await;
     assert_eq!(answer.status, 429, "{answer:?}");
+    server.stop().await;
+}
+
+/// The head of a Connect call to `UnaryCall` that declares a body of `len` bytes, sent apart.
+fn head_declaring(len: usize) -> Vec<u8> {
+    let head = request("POST", "application/proto", &[], &[]);
+    let head = String::from_utf8(head).unwrap();
+    head.replace(
+        "content-length: 0\r\n",
+        &format!("content-length: {len}\r\n"),
+    )
+    .into_bytes()
+}
+
+/// A server that answers before reading its request's body (a message over the limit) and
+/// closes: a client still writing that body reads the whole answer, and then the end of the
+/// connection, not a reset. The server reads and drops what the client still sends before it
+/// closes (`transport/linger.rs`); closing with those bytes unread would make its kernel answer
+/// RST, and the client's writes fail before it reads the answer.
+#[tokio::test]
+async fn an_early_answer_reaches_a_client_still_sending_its_body_then_a_clean_close() {
+    let service = TestServiceServer::new(Sized).max_decoding_message_size(1024);
+    let server = TestServer::start(Server::builder().add_service(service)).await;
+    let mut tcp = TcpStream::connect(server.addr).await.unwrap();
+    // More than the sockets' buffers hold while nobody reads, and less than what a lingering
+    // close reads.
+    let declared = 2 << 20;
+    tcp.write_all(&head_declaring(declared)).await.unwrap();
+    let (mut reader, mut writer) = tcp.split();
+    let sending = async {
+        let chunk = [0x0a; 16 * 1024];
+        for _ in 0..declared / chunk.len() {
+            writer.write_all(&chunk).await?;
+        }
+        writer.shutdown().await
+    };
+    let reading = async {
+        let answer = support::http1::read_sized(&mut reader).await;
+        let mut rest = Vec::new();
+        (answer, reader.read_to_end(&mut rest).await)
+    };
+    let (sent, (answer, end)) = tokio::time::timeout(Duration::from_secs(10), async {
+        tokio::join!(sending, reading)
+    })
+    .await
+    .expect("the exchange ends within 10 s");
+    let answer = answer.expect("the answer is read, not lost to a reset");
+    assert_eq!(answer.status, 429, "{answer:?}");
+    assert_eq!(answer.header("connection"), Some("close"), "{answer:?}");
+    assert!(
+        matches!(end, Ok(0)),
+        "then a clean close, not a reset: {end:?}"
+    );
+    assert!(sent.is_ok(), "the whole body went out: {sent:?}");
+    server.stop().await;
+}
+
+/// A client that never stops sending after an early answer does not keep the server reading:
+/// the connection is closed under it, after a bounded time and number of bytes.
+#[tokio::test]
+async fn a_client_that_never_stops_sending_after_an_early_answer_is_closed_on() {
+    let service = TestServiceServer::new(Sized).max_decoding_message_size(1024);
+    let server = TestServer::start(Server::builder().add_service(service)).await;
+    let mut tcp = TcpStream::connect(server.addr).await.unwrap();
+    tcp.write_all(&head_declaring(1 << 40)).await.unwrap();
+    let (mut reader, mut writer) = tcp.split();
+    // The test's own bound: far more than the server reads while it lingers plus what both
+    // sockets' buffers can hold.
+    let most = 256 << 20;
+    let sending = async {
+        let chunk = [0x0a; 64 * 1024];
+        let mut sent = 0;
+        while sent < most {
+            if writer.write_all(&chunk).await.is_err() {
+                return Some(sent);
+            }
+            sent += chunk.len();
+        }
+        None
+    };
+    let reading = async {
+        let answer = support::http1::read_sized(&mut reader).await;
+        let mut rest = Vec::new();
+        let _ = reader.read_to_end(&mut rest).await;
+        answer
+    };
+    let (sent, answer) = tokio::time::timeout(Duration::from_secs(10), async {
+        tokio::join!(sending, reading)
+    })
+    .await
+    .expect("the server closes within 10 s");
+    let answer = answer.expect("the answer is read");
+    assert_eq!(answer.status, 429, "{answer:?}");
+    assert!(
+        sent.is_some(),
+        "the server still read after {most} bytes: not closed"
+    );
     server.stop().await;
 }
 

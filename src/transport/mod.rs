@@ -7,8 +7,8 @@
 // a connection's first bytes (`sniff`), TLS, HTTP/1.1 through hyper (`http1`; HTTP/2 is
 // `crate::http2`), connection settings and limits (`config`), connection and task counts
 // (`activity`), what handlers may learn of a connection (`connect_info`), and how every
-// transport starts a call and enforces its deadline (`call`); HTTP/2 connections close their
-// sockets through `linger`.
+// transport starts a call and enforces its deadline (`call`); connections of both versions
+// close their sockets through `linger`.
 
 // The `AsyncWrite` methods of a socket wrapper that writes straight through to its `io` field:
 // all but `poll_shutdown`, which each wrapper defines. Its callers import `io`, `Pin`, `Context`

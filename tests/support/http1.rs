@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// An HTTP/1.1 request's bytes: `method` to `path`, with `content_type`, a `content-length`,
@@ -118,10 +118,10 @@ pub async fn exchange(addr: SocketAddr, bytes: &[u8]) -> Vec<u8> {
     raw
 }
 
-/// Reads one sized response (one with a `content-length`) from `tcp`, on a connection where
-/// no other response follows it unasked; `None` if the server closes (or resets) the connection
-/// first. Bounded: 10 s.
-pub async fn read_sized(tcp: &mut TcpStream) -> Option<Http1Response> {
+/// Reads one sized response (one with a `content-length`) from `tcp` (a connection, or its read
+/// half), on a connection where no other response follows it unasked; `None` if the server
+/// closes (or resets) the connection first. Bounded: 10 s.
+pub async fn read_sized(tcp: &mut (impl AsyncRead + Unpin)) -> Option<Http1Response> {
     let mut raw = Vec::new();
     let mut chunk = [0; 4096];
     loop {
