@@ -82,7 +82,8 @@ pub mod transcoding {
 /// (`ECHO`, `transcoding.v1`); `Watch` sends `count` copies of its request `interval` apart,
 /// then fails with `fail_code` if it is not 0; `Download` answers the bytes of `name` as
 /// `text/plain`; `Upload` a `Book` with the body's content type as `title` and its length as
-/// `pages`. A request whose `name` is `panic` makes `Get` panic.
+/// `pages`. A request whose `name` is `panic` makes `Get` panic. The methods that answer their
+/// request as it came send its `x-echo-trailer` metadata back as trailing metadata.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TranscodingEcho;
 
@@ -237,8 +238,19 @@ fn std_duration(duration: fastgrpc::types::Duration) -> std::time::Duration {
     std::time::Duration::new(seconds, nanos)
 }
 
+/// The request's message as the reply, and its `x-echo-trailer` metadata, if any, as
+/// trailing metadata.
 fn echo<T: Send + 'static>(request: fastgrpc::Request<T>) -> impl fastgrpc::RpcFuture<T> {
-    fastgrpc::FastFuture::ok(fastgrpc::Response::new(request.into_inner()))
+    let trailer = request.metadata().get("x-echo-trailer").cloned();
+    let mut response = fastgrpc::Response::new(request.into_inner());
+    if let Some(value) = trailer {
+        let mut trailers = tonic::metadata::MetadataMap::new();
+        trailers.insert("x-echo-trailer", value);
+        response
+            .extensions_mut()
+            .insert(fastgrpc::Trailers(trailers));
+    }
+    fastgrpc::FastFuture::ok(response)
 }
 
 /// `code` (`UNKNOWN` if it is none) with `message`, and one `google.rpc.ErrorInfo` detail.

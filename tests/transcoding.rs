@@ -310,6 +310,39 @@ async fn every_kind_of_binding_reaches_its_method() {
     server.stop().await;
 }
 
+/// Trailing metadata reaches a REST client as `grpc-trailer-` headers, whether the handler
+/// wrote the answer (a plain reply) or it was translated (a `response_body` reply).
+#[tokio::test]
+async fn trailing_metadata_is_sent_as_grpc_trailer_headers() {
+    let server = echo_server().await;
+    over_both(&server, async |client: &mut Client| {
+        let asked = [
+            ("content-type", "application/json"),
+            ("x-echo-trailer", "t1"),
+        ];
+        let reply = client
+            .send("POST", "/v1/shelves/1/books", &asked, br#"{"title": "T"}"#)
+            .await;
+        assert_eq!(reply.status, 200, "{reply:?}");
+        assert_eq!(reply.header("grpc-trailer-x-echo-trailer"), Some("t1"));
+        assert_eq!(reply.header("grpc-status"), None, "{reply:?}");
+        let reply = client
+            .send(
+                "GET",
+                "/v1/shelves/1/books/2/book?book.title=T",
+                &asked[1..],
+                b"",
+            )
+            .await;
+        assert_eq!(reply.json(), json!({"title": "T"}));
+        assert_eq!(reply.header("grpc-trailer-x-echo-trailer"), Some("t1"));
+        let reply = client.get("/v1/shelves/1/books/2/book").await;
+        assert_eq!(reply.header("grpc-trailer-x-echo-trailer"), None);
+    })
+    .await;
+    server.stop().await;
+}
+
 #[tokio::test]
 async fn response_body_and_http_body_shape_the_http_body() {
     let server = echo_server().await;

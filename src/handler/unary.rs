@@ -202,15 +202,17 @@ pub(super) fn marshal<M: Message + Serialize + 'static>(
                 trailers.as_ref(),
             )
         }
-        // A REST call negotiates no compression (its wire names no encoding headers), and
-        // REST has no trailers: the metadata is the headers, the bare JSON message the body.
+        // A REST call negotiates no compression (its wire names no encoding headers): the
+        // metadata is the headers, trailing metadata more headers, the bare JSON message the
+        // body.
         AnswerForm::Rest => {
             if frame.first() != Some(&0) {
                 return Err(Status::internal("a REST reply cannot be compressed"));
             }
             frame.advance(codec::FRAME_HEADER_LEN);
             let headers = spare_maps::or_spare(status::sanitized(metadata.into_headers()));
-            crate::protocol::rest::reply(headers, frame, None)
+            let trailers = trailers.map(status::sanitized);
+            crate::protocol::rest::reply(headers, trailers.as_ref(), frame, None)
         }
     };
     *response.extensions_mut() = extensions;

@@ -168,7 +168,7 @@ pub(crate) fn error_response(status: &Status) -> http::Response<ResponseBody> {
         // Kept apart: the status's metadata is the call's trailing metadata.
         Some(headers) => {
             let mut headers = crate::status::sanitized(headers.clone().into_headers());
-            add_trailers(&mut headers, &metadata);
+            add_trailers(&mut headers, &metadata, TRAILER_PREFIX);
             metadata_only(headers)
         }
         None => metadata_only(metadata),
@@ -196,21 +196,24 @@ pub(crate) fn unary_answer(
     }
     headers.insert(CONTENT_TYPE, unary_content_type(format));
     if let Some(trailers) = trailers {
-        add_trailers(&mut headers, trailers);
+        add_trailers(&mut headers, trailers, TRAILER_PREFIX);
     }
     let mut response = http::Response::new(ResponseBody::whole(message));
     *response.headers_mut() = headers;
     response
 }
 
-/// Adds `trailers` (gRPC's own names left out) to a unary answer's `headers` as `trailer-`
-/// headers.
-fn add_trailers(headers: &mut HeaderMap, trailers: &HeaderMap) {
+/// What Connect's unary answers put before a trailer's name to send it as a header.
+const TRAILER_PREFIX: &str = "trailer-";
+
+/// Adds `trailers` (gRPC's own names left out) to a unary answer's `headers`, each name after
+/// `prefix`: Connect's `trailer-`, REST's `grpc-trailer-`.
+pub(crate) fn add_trailers(headers: &mut HeaderMap, trailers: &HeaderMap, prefix: &str) {
     for (name, value) in trailers {
         if name.as_str().starts_with("grpc-") {
             continue;
         }
-        if let Ok(name) = HeaderName::try_from(format!("trailer-{name}")) {
+        if let Ok(name) = HeaderName::try_from(format!("{prefix}{name}")) {
             headers.append(name, value.clone());
         }
     }

@@ -167,13 +167,19 @@ fn http_body(value: &Value) -> Result<(Bytes, Option<HeaderValue>), Status> {
     Ok((Bytes::from(data), Some(content_type)))
 }
 
-/// A successful unary REST answer: HTTP 200, `headers` (the reply's metadata), and `body`
-/// with its content type (JSON's unless given).
+/// A successful unary REST answer: HTTP 200, `headers` (the reply's metadata), the metadata of
+/// `trailers` as `grpc-trailer-` headers (the names grpc-gateway gives them; a whole answer
+/// needs no HTTP trailers, which many HTTP clients cannot read), and `body` with its content
+/// type (JSON's unless given).
 pub(crate) fn reply(
     mut headers: HeaderMap,
+    trailers: Option<&HeaderMap>,
     body: Bytes,
     content_type: Option<HeaderValue>,
 ) -> http::Response<ResponseBody> {
+    if let Some(trailers) = trailers {
+        super::connect::add_trailers(&mut headers, trailers, "grpc-trailer-");
+    }
     headers.insert(CONTENT_TYPE, content_type.unwrap_or(JSON));
     let mut response = http::Response::new(ResponseBody::whole(body));
     *response.headers_mut() = headers;

@@ -401,7 +401,7 @@ fn whole(
     match rest::reply_body(frame, rule) {
         Ok((body, content_type)) => {
             let headers = crate::protocol::connect::metadata_only(head.headers);
-            let mut response = rest::reply(headers, body, content_type);
+            let mut response = rest::reply(headers, trailers.as_ref(), body, content_type);
             *response.extensions_mut() = head.extensions;
             response
         }
