@@ -1,13 +1,17 @@
 //! REST transcoding's per-request steps, in process: finding a request's rule among a
 //! server's (`Routes::find` and the path's bindings), and the request of `transcoding.v1.Echo`'s
-//! `Get` built from path and query (`request_json`) and decoded by the JSON codec.
+//! `Get` built from path and query and decoded: in protobuf (`request_proto`, then prost), as
+//! the server binds a request without a body, or as JSON (`request_json`, then the JSON
+//! codec), as it binds one whose JSON body is merged in.
 //!
 //! | row | what is timed |
 //! |---|---|
 //! | `rest_find_10` | `GET /v1/shelves/1/books/2` among 10 rules: `find`, then its binding (`name`) |
 //! | `rest_find_500` | the same among 500 rules, sharing its first segment and its shape |
-//! | `rest_bind` | `Get`'s `EchoRequest` from that path and `page.size=10&ids=1&ids=2&displayName=x&genre=FICTION&big=9007199254740993&since=2024-01-01T00:00:00Z&verbose=true`: binding, the JSON written, decoded |
-//! | `rest_bind_light` | the same with the whole-server benchmark's query, `page.size=10&verbose=true` |
+//! | `rest_bind` | `Get`'s `EchoRequest` from that path and `page.size=10&ids=1&ids=2&displayName=x&genre=FICTION&big=9007199254740993&since=2024-01-01T00:00:00Z&verbose=true`: binding, the protobuf written, decoded |
+//! | `rest_bind_json` | the same, the JSON written and decoded |
+//! | `rest_bind_light` | `rest_bind` with the whole-server benchmark's query, `page.size=10&verbose=true` |
+//! | `rest_bind_light_json` | the same as JSON |
 //!
 //! The 500 rules are the shapes of a large API (`protos::large_api_rules`):
 //! `/v1/projects/*/res<i>/*`, `/v1/res<i>/*`, `/v1/res<i>/*/items`, `/v<i>/things/**`,
@@ -24,7 +28,8 @@ use std::time::Duration;
 use criterion::Criterion;
 use fastgrpc::codegen::rest::Rule;
 use fastgrpc::internals::codec::{DecodeOptions, decode_json};
-use fastgrpc::internals::rest::{BindOptions, Lookup, Routes, request_json};
+use fastgrpc::internals::rest::{BindOptions, Lookup, Routes, request_json, request_proto};
+use prost::Message as _;
 use protos::transcoding::v1::EchoRequest;
 use protos::transcoding::v1::echo_server::HTTP_RULES;
 
@@ -74,6 +79,8 @@ impl Find {
 
 struct Bind {
     routes: Routes<Route>,
+    /// Bound as JSON rather than protobuf.
+    json: bool,
 }
 
 impl Bind {
@@ -84,9 +91,14 @@ impl Bind {
         };
         let rule = found.value().expect("Get's rule");
         let bindings = found.bindings().expect("valid");
-        let json =
-            request_json(rule, &bindings, Some(query), b"", BindOptions::default()).expect("binds");
-        decode_json(&json, DecodeOptions::default()).expect("decodes")
+        let options = BindOptions::default();
+        if self.json {
+            let json = request_json(rule, &bindings, Some(query), b"", options).expect("binds");
+            decode_json(&json, DecodeOptions::default()).expect("decodes")
+        } else {
+            let proto = request_proto(rule, &bindings, Some(query), options).expect("binds");
+            EchoRequest::decode(&proto[..]).expect("decodes")
+        }
     }
 
     fn iterate(&self, iterations: u64, query: &str) {
@@ -105,7 +117,14 @@ fn main() {
         routes: routes(500),
     };
     assert_eq!((find_10.routes.len(), find_500.routes.len()), (10, 500));
-    let bind = Bind { routes: routes(10) };
+    let bind = Bind {
+        routes: routes(10),
+        json: false,
+    };
+    let bind_json = Bind {
+        routes: routes(10),
+        json: true,
+    };
 
     if let Ok(iterations) = std::env::var("FASTGRPC_BENCH_ITERS") {
         let iterations: u64 = iterations
@@ -115,9 +134,12 @@ fn main() {
             "rest_find_10" => find_10.iterate(iterations),
             "rest_find_500" => find_500.iterate(iterations),
             "rest_bind" => bind.iterate(iterations, QUERY),
+            "rest_bind_json" => bind_json.iterate(iterations, QUERY),
             "rest_bind_light" => bind.iterate(iterations, LIGHT_QUERY),
+            "rest_bind_light_json" => bind_json.iterate(iterations, LIGHT_QUERY),
             other => panic!(
-                "ROW={other:?}: expected rest_find_10, rest_find_500, rest_bind or rest_bind_light"
+                "ROW={other:?}: expected rest_find_10, rest_find_500, rest_bind, \
+                 rest_bind_json, rest_bind_light or rest_bind_light_json"
             ),
         }
         return;
@@ -125,8 +147,10 @@ fn main() {
 
     find_10.iterate(10);
     find_500.iterate(10);
-    bind.iterate(10, QUERY);
-    bind.iterate(10, LIGHT_QUERY);
+    for bind in [&bind, &bind_json] {
+        bind.iterate(10, QUERY);
+        bind.iterate(10, LIGHT_QUERY);
+    }
     let mut criterion = Criterion::default()
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3))
@@ -140,6 +164,9 @@ fn main() {
     });
     criterion.bench_function("rest_bind", |b| {
         b.iter(|| bind.serve(black_box(PATH), black_box(QUERY)))
+    });
+    criterion.bench_function("rest_bind_json", |b| {
+        b.iter(|| bind_json.serve(black_box(PATH), black_box(QUERY)))
     });
     criterion.bench_function("rest_bind_light", |b| {
         b.iter(|| bind.serve(black_box(PATH), black_box(LIGHT_QUERY)))

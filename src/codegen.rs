@@ -46,7 +46,7 @@ pub use tonic::{Request, Response, Status};
 /// rules, their parsed path templates, and the request messages' field tables.
 pub mod rest {
     pub use crate::rest::{
-        Body, EnumValues, Field, FieldKind, FieldTable, HttpMethod, Rule, Segment, Template,
-        Variable,
+        Body, Encoding, EnumValues, Field, FieldKind, FieldTable, HttpMethod, Rule, Segment,
+        Template, Variable,
     };
 }

@@ -63,6 +63,6 @@ pub mod hpack {
 pub mod rest {
     pub use crate::rest::{
         BindOptions, Binding, Found, Lookup, MAX_PATH_SEGMENTS, MAX_QUERY_LEN, MAX_QUERY_PARAMS,
-        QueryParam, RouteError, Routes, TemplateError, parse_query, request_json,
+        QueryParam, RouteError, Routes, TemplateError, parse_query, request_json, request_proto,
     };
 }

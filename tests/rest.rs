@@ -6,11 +6,12 @@
 
 use fastgrpc::codegen::rest::{Body, Rule};
 use fastgrpc::internals::codec::{DecodeOptions, decode_json};
-use fastgrpc::internals::rest::{BindOptions, Lookup, Routes, request_json};
+use fastgrpc::internals::rest::{BindOptions, Lookup, Routes, request_json, request_proto};
 use fastgrpc::service::FastService;
 use fastgrpc::types::{Duration, FieldMask, Int32Value, Timestamp};
 use fastgrpc::{BoxStream, Code, Status};
 use http::Method;
+use prost::Message as _;
 use protos::transcoding::v1::echo_server::{Echo, EchoServer, HTTP_RULES, OPENAPI};
 use protos::transcoding::v1::{Book, EchoRequest, FailRequest, Genre, Page};
 
@@ -60,11 +61,27 @@ fn bind(method: Method, uri: &str, body: &str) -> Result<(&'static Rule, Vec<u8>
     }
 }
 
-/// The Echo method and `EchoRequest` that `method uri` with `body` calls.
+/// The Echo method and `EchoRequest` that `method uri` with `body` calls. Without a body, the
+/// request bound in protobuf (as the server binds it then) is checked to be the same message.
 fn echo(method: Method, uri: &str, body: &str) -> (&'static str, EchoRequest) {
-    let (rule, json) = bind(method, uri, body).unwrap_or_else(|status| panic!("{uri}: {status:?}"));
+    let (rule, json) =
+        bind(method.clone(), uri, body).unwrap_or_else(|status| panic!("{uri}: {status:?}"));
     let request = decode_json(&json, DecodeOptions::default())
         .unwrap_or_else(|status| panic!("{uri}: {}: {status:?}", String::from_utf8_lossy(&json)));
+    if body.is_empty() && rule.request.message == "transcoding.v1.EchoRequest" {
+        let routes = routes();
+        let (path, query) = match uri.split_once('?') {
+            Some((path, query)) => (path, Some(query)),
+            None => (uri, None),
+        };
+        let Lookup::Found(found) = routes.find(&method, path) else {
+            panic!("{uri} is found");
+        };
+        let bindings = found.bindings().unwrap();
+        let proto = request_proto(rule, &bindings, query, BindOptions::default()).unwrap();
+        let from_proto = EchoRequest::decode(&proto[..]).unwrap();
+        assert_eq!(from_proto, request, "{uri}: bound in protobuf and in JSON");
+    }
     (rule.method, request)
 }
 

@@ -37,7 +37,7 @@ use crate::codec::Decoding;
 use crate::codec::json::DecodeOptions;
 use crate::deadline::{Deadline, GRPC_TIMEOUT, parse_grpc_timeout};
 use crate::protocol::connect::{TIMEOUT_MS, parse_timeout_ms};
-use crate::protocol::{Ending, Protocol, Wire};
+use crate::protocol::{Ending, Format, Protocol, Wire};
 
 /// What a call is and when it must end, made once from its request's head; see the module
 /// docs. Generated code passes it from its server's `FastService` to the handlers and never
@@ -164,7 +164,7 @@ impl Call {
     pub(crate) fn decoding(&self) -> Decoding {
         let wire = self.wire_or_grpc();
         Decoding {
-            format: wire.format,
+            format: wire.request_format(),
             json: self.json,
             malformed_is_invalid_argument: wire.is_connect() || wire.is_rest(),
         }
@@ -176,6 +176,18 @@ impl Call {
     pub(crate) fn become_rest(&mut self, events: bool) {
         self.wire = Some(Wire::rest(events));
         self.form = Form::Grpc;
+    }
+
+    /// The REST call's request message is bound in protobuf, not JSON (its answer stays
+    /// JSON).
+    pub(crate) fn bound_in_proto(&mut self) {
+        if let Some(Wire {
+            protocol: Protocol::Rest { request, .. },
+            ..
+        }) = &mut self.wire
+        {
+            *request = Format::Proto;
+        }
     }
 
     /// Whether the call is a REST call.

@@ -45,11 +45,14 @@ pub(crate) enum Protocol {
     /// messages, the status in an end-of-stream message.
     ConnectStream,
     /// REST transcoding (`google.api.http`): a request the rules of a hosted service match,
-    /// bound into a JSON message; the answer is JSON with the status as the HTTP status, a
-    /// reply stream lines of JSON, or Server-Sent Events if `events`.
+    /// bound into a message; the answer is JSON with the status as the HTTP status, a reply
+    /// stream lines of JSON, or Server-Sent Events if `events`.
     Rest {
         /// The client asked for `text/event-stream`.
         events: bool,
+        /// The format the request message was bound in: JSON, or protobuf for one bound from
+        /// the path and the query alone (`service/rest.rs`).
+        request: Format,
     },
 }
 
@@ -160,8 +163,20 @@ impl Wire {
     /// The wire of a REST call: JSON messages, the reply stream as events if `events`.
     pub(crate) fn rest(events: bool) -> Wire {
         Wire {
-            protocol: Protocol::Rest { events },
+            protocol: Protocol::Rest {
+                events,
+                request: Format::Json,
+            },
             format: Format::Json,
+        }
+    }
+
+    /// The format the request message comes in: the wire's, but for a REST request bound
+    /// into protobuf.
+    pub(crate) fn request_format(self) -> Format {
+        match self.protocol {
+            Protocol::Rest { request, .. } => request,
+            _ => self.format,
         }
     }
 
@@ -229,7 +244,7 @@ impl Wire {
                 data: Some(connect::end_stream(Some(status), &HeaderMap::new())),
                 trailers: None,
             },
-            Protocol::Rest { events } => Ending {
+            Protocol::Rest { events, .. } => Ending {
                 data: Some(rest::ending(status, events)),
                 trailers: None,
             },

@@ -22,7 +22,7 @@ use tonic::Status;
 
 use super::query::{QueryParam, parse_query};
 use super::routes::Binding;
-use super::{Body, Field, FieldKind, FieldTable, Rule};
+use super::{Body, Encoding, Field, FieldKind, FieldTable, Rule};
 use crate::types::{Duration, FieldMask, Timestamp, decode_base64};
 
 /// How strictly a request is bound.
@@ -53,53 +53,9 @@ pub fn request_json(
         )));
     }
     // The query's parameters outlive the object, which borrows their values.
-    let params = match query {
-        Some(query) => parse_query(query)?,
-        None => Vec::new(),
-    };
+    let params = query_params(query)?;
     // What the path and the query set, by field; the body's part is merged in at the end.
-    let mut assigned = Object::default();
-    for binding in bindings {
-        let what = || format!("the path's `{}`", binding.field.join("."));
-        let invalid = |reason| Status::invalid_argument(format!("{}: {reason}", what()));
-        let path = resolve(table, binding.field.iter().map(|name| &**name))
-            .map_err(invalid)?
-            .ok_or_else(|| no_field(table, &binding.field.join(".")))?;
-        let value = value_of(path.last(), &binding.value).map_err(invalid)?;
-        assigned.set(path.fields(), value).map_err(invalid)?;
-    }
-    for QueryParam { name, value: text } in &params {
-        let invalid = |reason: String| {
-            Status::invalid_argument(format!("query parameter `{name}`: {reason}"))
-        };
-        let Some(path) = resolve(table, name.split('.')).map_err(invalid)? else {
-            if options.reject_unknown_parameters {
-                return Err(invalid(format!("{} has no such field", table.message)));
-            }
-            continue;
-        };
-        let fields = path.fields();
-        let bound_by_path = bindings.iter().any(|binding| {
-            binding.field.len() == fields.len()
-                && binding
-                    .field
-                    .iter()
-                    .zip(fields)
-                    .all(|(name, field)| **name == *field.name)
-        });
-        if bound_by_path {
-            return Err(invalid("the path sets this field".to_owned()));
-        }
-        match rule.body {
-            Body::All => return Err(invalid("the body carries every field".to_owned())),
-            Body::Field(body) if fields[0].name == body => {
-                return Err(invalid("the body carries this field".to_owned()));
-            }
-            _ => {}
-        }
-        let value = value_of(path.last(), text).map_err(invalid)?;
-        assigned.set(fields, value).map_err(invalid)?;
-    }
+    let assigned = collect(rule, bindings, &params, options)?;
     let body_object = match rule.body {
         Body::None => None,
         Body::All if body.is_empty() => None,
@@ -131,6 +87,104 @@ pub fn request_json(
     Ok(json)
 }
 
+/// The request of a call to `rule` made with no body, from the path's `bindings` and `query`
+/// alone, in the protobuf encoding, which a handler decodes for a fraction of what the same
+/// message costs as JSON. It sets what [`request_json`] would, and fails as it would.
+pub fn request_proto(
+    rule: &Rule,
+    bindings: &[Binding<'_, '_>],
+    query: Option<&str>,
+    options: BindOptions,
+) -> Result<Vec<u8>, Status> {
+    let params = query_params(query)?;
+    let assigned = collect(rule, bindings, &params, options)?;
+    let mut out = Vec::with_capacity(64);
+    assigned.write_proto(&mut out)?;
+    Ok(out)
+}
+
+/// Appends a `google.api.HttpBody` of `content_type` and `data` to `request`, a request
+/// message in the protobuf encoding: as its field `field`, or as the request itself when it is
+/// one. A field set twice takes its last value, so the body's replace what the path set.
+pub(crate) fn append_http_body(
+    request: &mut Vec<u8>,
+    field: Option<u32>,
+    content_type: &str,
+    data: &[u8],
+) {
+    let mut body = Vec::with_capacity(content_type.len() + data.len() + 16);
+    if !content_type.is_empty() {
+        write_bytes(1, content_type.as_bytes(), &mut body);
+    }
+    if !data.is_empty() {
+        write_bytes(2, data, &mut body);
+    }
+    match field {
+        Some(number) => write_bytes(number, &body, request),
+        None => request.extend_from_slice(&body),
+    }
+}
+
+fn query_params(query: Option<&str>) -> Result<Vec<QueryParam<'_>>, Status> {
+    match query {
+        Some(query) => parse_query(query),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// What the path's `bindings` and the query's `params` set of a request to `rule`, checked.
+fn collect<'t>(
+    rule: &Rule,
+    bindings: &'t [Binding<'_, '_>],
+    params: &'t [QueryParam<'_>],
+    options: BindOptions,
+) -> Result<Object<'t>, Status> {
+    let table = rule.request;
+    let mut assigned = Object::default();
+    for binding in bindings {
+        let what = || format!("the path's `{}`", binding.field.join("."));
+        let invalid = |reason| Status::invalid_argument(format!("{}: {reason}", what()));
+        let path = resolve(table, binding.field.iter().map(|name| &**name))
+            .map_err(invalid)?
+            .ok_or_else(|| no_field(table, &binding.field.join(".")))?;
+        let value = value_of(path.last(), &binding.value).map_err(invalid)?;
+        assigned.set(path.fields(), value).map_err(invalid)?;
+    }
+    for QueryParam { name, value: text } in params {
+        let invalid = |reason: String| {
+            Status::invalid_argument(format!("query parameter `{name}`: {reason}"))
+        };
+        let Some(path) = resolve(table, name.split('.')).map_err(invalid)? else {
+            if options.reject_unknown_parameters {
+                return Err(invalid(format!("{} has no such field", table.message)));
+            }
+            continue;
+        };
+        let fields = path.fields();
+        let bound_by_path = bindings.iter().any(|binding| {
+            binding.field.len() == fields.len()
+                && binding
+                    .field
+                    .iter()
+                    .zip(fields)
+                    .all(|(name, field)| **name == *field.name)
+        });
+        if bound_by_path {
+            return Err(invalid("the path sets this field".to_owned()));
+        }
+        match rule.body {
+            Body::All => return Err(invalid("the body carries every field".to_owned())),
+            Body::Field(body) if fields[0].name == body => {
+                return Err(invalid("the body carries this field".to_owned()));
+            }
+            _ => {}
+        }
+        let value = value_of(path.last(), text).map_err(invalid)?;
+        assigned.set(fields, value).map_err(invalid)?;
+    }
+    Ok(assigned)
+}
+
 fn parse_body(body: &[u8]) -> Result<Value, Status> {
     serde_json::from_slice(body)
         .map_err(|error| Status::invalid_argument(format!("the body is not valid JSON: {error}")))
@@ -151,6 +205,7 @@ enum Member<'t> {
 /// One value from a path or a query, checked against its field's kind, in the form its JSON
 /// is written from. 64-bit integers are written as numbers: ProtoJSON readers take them either
 /// way, and the number is exact in the text, whatever a JavaScript reader would make of it.
+#[derive(Clone, Copy)]
 enum Scalar<'t> {
     /// A JSON string: string and bytes fields, enum names, the well-known types' strings,
     /// and the non-finite floats.
@@ -292,6 +347,163 @@ impl<'t> Object<'t> {
     }
 }
 
+impl Object<'_> {
+    /// Writes the fields set in the protobuf encoding: each value as its own field (a
+    /// repeated scalar unpacked, which every parser reads as well as packed), a message's
+    /// fields nested in it.
+    fn write_proto(&self, out: &mut Vec<u8>) -> Result<(), Status> {
+        for (field, member) in &self.members {
+            match member {
+                Member::Value(value) => write_field(field, value, out)?,
+                Member::List(values) => {
+                    for value in values {
+                        write_field(field, value, out)?;
+                    }
+                }
+                Member::Object(object) => {
+                    let mut nested = Vec::new();
+                    object.write_proto(&mut nested)?;
+                    write_bytes(field.number, &nested, out);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Writes `value` as `field`, a wrapper as the message around it.
+fn write_field(field: &Field, value: &Scalar<'_>, out: &mut Vec<u8>) -> Result<(), Status> {
+    if field.encoding != Encoding::Wrapped {
+        return write_scalar(field, field.number, field.encoding, value, out);
+    }
+    let mut wrapper = Vec::new();
+    write_scalar(field, 1, Encoding::Plain, value, &mut wrapper)?;
+    write_bytes(field.number, &wrapper, out);
+    Ok(())
+}
+
+/// Writes `value`, checked against `field`'s kind already, as field `number` in `encoding`.
+fn write_scalar(
+    field: &Field,
+    number: u32,
+    encoding: Encoding,
+    value: &Scalar<'_>,
+    out: &mut Vec<u8>,
+) -> Result<(), Status> {
+    use prost::encoding::{WireType, encode_key, encode_varint};
+    let varint = |value: u64, out: &mut Vec<u8>| {
+        encode_key(number, WireType::Varint, out);
+        encode_varint(value, out);
+    };
+    let fixed32 = |bits: u32, out: &mut Vec<u8>| {
+        encode_key(number, WireType::ThirtyTwoBit, out);
+        out.extend_from_slice(&bits.to_le_bytes());
+    };
+    let fixed64 = |bits: u64, out: &mut Vec<u8>| {
+        encode_key(number, WireType::SixtyFourBit, out);
+        out.extend_from_slice(&bits.to_le_bytes());
+    };
+    let unexpected = || {
+        Status::internal(format!(
+            "the value bound to `{}` does not fit its kind",
+            field.name
+        ))
+    };
+    match (field.kind, *value) {
+        (FieldKind::String, Scalar::Text(text)) => write_bytes(number, text.as_bytes(), out),
+        (FieldKind::Bytes, Scalar::Text(text)) => {
+            let bytes = decode_base64(text).ok_or_else(unexpected)?;
+            write_bytes(number, &bytes, out);
+        }
+        (FieldKind::Bool, Scalar::Bool(value)) => varint(u64::from(value), out),
+        // Negative 32-bit values are sign-extended to 64 bits, as protobuf writes them.
+        (FieldKind::Int32 | FieldKind::Int64 | FieldKind::Enum(_), Scalar::Int(n)) => {
+            let is_32 = !matches!(field.kind, FieldKind::Int64);
+            match encoding {
+                Encoding::ZigZag if is_32 => {
+                    let n = n as i32;
+                    varint(u64::from(((n << 1) ^ (n >> 31)) as u32), out);
+                }
+                Encoding::ZigZag => varint(((n << 1) ^ (n >> 63)) as u64, out),
+                Encoding::Fixed if is_32 => fixed32(n as i32 as u32, out),
+                Encoding::Fixed => fixed64(n as u64, out),
+                Encoding::Plain | Encoding::Wrapped => varint(n as u64, out),
+            }
+        }
+        (FieldKind::UInt32, Scalar::UInt(n)) if encoding == Encoding::Fixed => {
+            fixed32(n as u32, out);
+        }
+        (FieldKind::UInt64, Scalar::UInt(n)) if encoding == Encoding::Fixed => fixed64(n, out),
+        (FieldKind::UInt32 | FieldKind::UInt64, Scalar::UInt(n)) => varint(n, out),
+        (FieldKind::Enum(values), Scalar::Text(name)) => {
+            let (_, n) = values
+                .values
+                .iter()
+                .find(|(value, _)| *value == name)
+                .ok_or_else(unexpected)?;
+            varint(i64::from(*n) as u64, out);
+        }
+        (FieldKind::Float, value) => fixed32(
+            (float_of(value).ok_or_else(unexpected)? as f32).to_bits(),
+            out,
+        ),
+        (FieldKind::Double, value) => {
+            fixed64(float_of(value).ok_or_else(unexpected)?.to_bits(), out)
+        }
+        (FieldKind::Timestamp, Scalar::Text(text)) => {
+            write_message(
+                number,
+                &parsed::<Timestamp>(text).ok_or_else(unexpected)?,
+                out,
+            );
+        }
+        (FieldKind::Duration, Scalar::Text(text)) => {
+            write_message(
+                number,
+                &parsed::<Duration>(text).ok_or_else(unexpected)?,
+                out,
+            );
+        }
+        (FieldKind::FieldMask, Scalar::Text(text)) => {
+            write_message(
+                number,
+                &parsed::<FieldMask>(text).ok_or_else(unexpected)?,
+                out,
+            );
+        }
+        _ => return Err(unexpected()),
+    }
+    Ok(())
+}
+
+/// A float's value: a number, or one of the strings that stand for the non-finite ones.
+fn float_of(value: Scalar<'_>) -> Option<f64> {
+    match value {
+        Scalar::Float(number) => Some(number),
+        Scalar::Text("NaN") => Some(f64::NAN),
+        Scalar::Text("Infinity") => Some(f64::INFINITY),
+        Scalar::Text("-Infinity") => Some(f64::NEG_INFINITY),
+        _ => None,
+    }
+}
+
+/// The well-known type `T` of its JSON string `text`.
+fn parsed<'t, T: Deserialize<'t>>(text: &'t str) -> Option<T> {
+    T::deserialize(BorrowedStrDeserializer::<ValueError>::new(text)).ok()
+}
+
+/// Writes field `number` of length-delimited `bytes`.
+fn write_bytes(number: u32, bytes: &[u8], out: &mut Vec<u8>) {
+    prost::encoding::encode_key(number, prost::encoding::WireType::LengthDelimited, out);
+    prost::encoding::encode_varint(bytes.len() as u64, out);
+    out.extend_from_slice(bytes);
+}
+
+/// Writes field `number` holding `message`.
+fn write_message(number: u32, message: &impl prost::Message, out: &mut Vec<u8>) {
+    prost::encoding::message::encode(number, message, out);
+}
+
 /// The most names a field path may chain (`page.size` has 2).
 const MAX_PATH_DEPTH: usize = 16;
 
@@ -318,6 +530,8 @@ static NO_FIELD: Field = Field {
     json_name: "",
     kind: FieldKind::Unsupported,
     repeated: false,
+    number: 0,
+    encoding: Encoding::Plain,
 };
 
 /// The fields `names` name, from `table` down (`page`, then `size`), each by its proto or
@@ -459,6 +673,8 @@ mod tests {
             json_name,
             kind,
             repeated: false,
+            number: 0,
+            encoding: Encoding::Plain,
         }
     }
 
@@ -490,12 +706,16 @@ mod tests {
                 json_name: "ids",
                 kind: FieldKind::Int32,
                 repeated: true,
+                number: 0,
+                encoding: Encoding::Plain,
             },
             Field {
                 name: "books",
                 json_name: "books",
                 kind: FieldKind::Message(&BOOK),
                 repeated: true,
+                number: 0,
+                encoding: Encoding::Plain,
             },
             field("genre", "genre", FieldKind::Enum(&GENRE)),
             field("verbose", "verbose", FieldKind::Bool),
@@ -742,5 +962,134 @@ mod tests {
             bind(Body::Field("ids"), &[], "", "[1, 2]").unwrap(),
             serde_json::json!({"ids": [1, 2]})
         );
+    }
+
+    /// Every encoding a field's value can take, read back by prost.
+    #[derive(Clone, PartialEq, prost::Message)]
+    struct Encoded {
+        #[prost(sint32, tag = "1")]
+        zigzag32: i32,
+        #[prost(sint64, tag = "2")]
+        zigzag64: i64,
+        #[prost(sfixed32, tag = "3")]
+        sfixed32: i32,
+        #[prost(fixed64, tag = "4")]
+        fixed64: u64,
+        #[prost(int32, tag = "5")]
+        negative: i32,
+        #[prost(float, tag = "6")]
+        single: f32,
+        #[prost(double, repeated, tag = "7")]
+        doubles: Vec<f64>,
+        #[prost(bytes = "vec", tag = "8")]
+        data: Vec<u8>,
+        #[prost(int32, tag = "9")]
+        genre: i32,
+        #[prost(message, optional, tag = "10")]
+        limit: Option<crate::types::Int64Value>,
+        #[prost(message, optional, tag = "11")]
+        since: Option<Timestamp>,
+        #[prost(message, optional, tag = "12")]
+        mask: Option<FieldMask>,
+        #[prost(message, optional, tag = "13")]
+        page: Option<EncodedPage>,
+        #[prost(uint32, tag = "14")]
+        count: u32,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    struct EncodedPage {
+        #[prost(int32, tag = "1")]
+        size: i32,
+    }
+
+    const fn numbered(
+        name: &'static str,
+        kind: FieldKind,
+        number: u32,
+        encoding: Encoding,
+        repeated: bool,
+    ) -> Field {
+        Field {
+            name,
+            json_name: name,
+            kind,
+            repeated,
+            number,
+            encoding,
+        }
+    }
+
+    static ENCODED_PAGE: FieldTable = FieldTable {
+        message: "t.EncodedPage",
+        fields: &[numbered(
+            "size",
+            FieldKind::Int32,
+            1,
+            Encoding::Plain,
+            false,
+        )],
+    };
+    static ENCODED: FieldTable = FieldTable {
+        message: "t.Encoded",
+        fields: &[
+            numbered("zigzag32", FieldKind::Int32, 1, Encoding::ZigZag, false),
+            numbered("zigzag64", FieldKind::Int64, 2, Encoding::ZigZag, false),
+            numbered("sfixed32", FieldKind::Int32, 3, Encoding::Fixed, false),
+            numbered("fixed64", FieldKind::UInt64, 4, Encoding::Fixed, false),
+            numbered("negative", FieldKind::Int32, 5, Encoding::Plain, false),
+            numbered("single", FieldKind::Float, 6, Encoding::Plain, false),
+            numbered("doubles", FieldKind::Double, 7, Encoding::Plain, true),
+            numbered("data", FieldKind::Bytes, 8, Encoding::Plain, false),
+            numbered("genre", FieldKind::Enum(&GENRE), 9, Encoding::Plain, false),
+            numbered("limit", FieldKind::Int64, 10, Encoding::Wrapped, false),
+            numbered("since", FieldKind::Timestamp, 11, Encoding::Plain, false),
+            numbered("mask", FieldKind::FieldMask, 12, Encoding::Plain, false),
+            numbered(
+                "page",
+                FieldKind::Message(&ENCODED_PAGE),
+                13,
+                Encoding::Plain,
+                false,
+            ),
+            numbered("count", FieldKind::UInt32, 14, Encoding::Plain, false),
+        ],
+    };
+
+    #[test]
+    fn a_request_without_a_body_binds_in_protobuf_as_prost_reads_it() {
+        let mut rule = rule(Body::None);
+        rule.request = &ENCODED;
+        let query = "zigzag32=-3&zigzag64=-9000000000&sfixed32=-7&fixed64=18446744073709551615\
+                     &negative=-2&single=1.5&doubles=NaN&doubles=-Infinity&doubles=0.25\
+                     &data=AQI_&genre=FICTION&limit=0&since=1970-01-01T00:00:01.5Z\
+                     &mask=a.fooBar,b&page.size=-1&count=4294967295";
+        let bytes = request_proto(&rule, &[], Some(query), BindOptions::default()).unwrap();
+        let encoded = <Encoded as prost::Message>::decode(&bytes[..]).unwrap();
+        assert_eq!(encoded.zigzag32, -3);
+        assert_eq!(encoded.zigzag64, -9_000_000_000);
+        assert_eq!(encoded.sfixed32, -7);
+        assert_eq!(encoded.fixed64, u64::MAX);
+        assert_eq!(encoded.negative, -2);
+        assert_eq!(encoded.single, 1.5);
+        assert!(encoded.doubles[0].is_nan());
+        assert_eq!(encoded.doubles[1..], [f64::NEG_INFINITY, 0.25]);
+        assert_eq!(encoded.data, [1, 2, 63]);
+        assert_eq!(encoded.genre, 1);
+        // A wrapper of its default value is present, as its JSON `0` says.
+        assert_eq!(encoded.limit, Some(crate::types::Int64Value { value: 0 }));
+        assert_eq!(
+            encoded.since,
+            Some(Timestamp {
+                seconds: 1,
+                nanos: 500_000_000
+            })
+        );
+        assert_eq!(encoded.mask.unwrap().paths, ["a.foo_bar", "b"]);
+        assert_eq!(encoded.page, Some(EncodedPage { size: -1 }));
+        assert_eq!(encoded.count, u32::MAX);
+        // What the JSON binding refuses, the protobuf one does too.
+        let error = request_proto(&rule, &[], Some("genre=NOPE"), BindOptions::default());
+        assert_eq!(error.unwrap_err().code(), tonic::Code::InvalidArgument);
     }
 }

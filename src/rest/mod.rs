@@ -15,7 +15,8 @@ mod query;
 mod routes;
 mod template;
 
-pub use self::bind::{BindOptions, request_json};
+pub(crate) use self::bind::append_http_body;
+pub use self::bind::{BindOptions, request_json, request_proto};
 pub use self::query::{MAX_QUERY_LEN, MAX_QUERY_PARAMS, QueryParam, parse_query};
 pub use self::routes::{Binding, Found, Lookup, MAX_PATH_SEGMENTS, RouteError, Routes};
 pub use self::template::{Segment, Template, TemplateError, Variable};
@@ -136,6 +137,26 @@ pub struct Field {
     pub kind: FieldKind,
     /// Whether it is `repeated` (maps are [`FieldKind::Unsupported`]).
     pub repeated: bool,
+    /// Its number, for the protobuf encoding.
+    pub number: u32,
+    /// How its values are written in the protobuf encoding, beyond what its kind says.
+    pub encoding: Encoding,
+}
+
+/// How a field's value is written in the protobuf encoding, where its [`FieldKind`] (which
+/// says what its text means) leaves a choice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// The kind's usual form: a varint for integers, bools and enums, 4 or 8 bytes for
+    /// `float` and `double`, length-delimited for strings, bytes and messages.
+    Plain,
+    /// `sint32`, `sint64`: a zigzag varint.
+    ZigZag,
+    /// `fixed32`, `sfixed32`, `fixed64`, `sfixed64`: 4 or 8 bytes.
+    Fixed,
+    /// A `google.protobuf` wrapper (`Int32Value`, ...): a message whose field 1 is the value,
+    /// in its usual form.
+    Wrapped,
 }
 
 /// The kind of a field's values, as a path or query string becomes its JSON value.

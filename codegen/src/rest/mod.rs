@@ -482,6 +482,19 @@ enum Kind {
     Unsupported,
 }
 
+/// The `google.protobuf` wrappers, whose JSON is their bare value.
+const WRAPPERS: [&str; 9] = [
+    ".google.protobuf.StringValue",
+    ".google.protobuf.BytesValue",
+    ".google.protobuf.BoolValue",
+    ".google.protobuf.Int32Value",
+    ".google.protobuf.UInt32Value",
+    ".google.protobuf.Int64Value",
+    ".google.protobuf.UInt64Value",
+    ".google.protobuf.FloatValue",
+    ".google.protobuf.DoubleValue",
+];
+
 fn kind(types: &Types<'_>, field: &FieldDescriptorProto) -> Kind {
     match field.r#type() {
         Type::String => Kind::String,
@@ -707,8 +720,26 @@ impl StaticNames {
         let name = field.name();
         let json_name = json_name(field);
         let repeated = field.label() == Label::Repeated;
+        let number = u32::try_from(field.number()).unwrap_or_default();
+        let encoding = match field.r#type() {
+            Type::Sint32 | Type::Sint64 => quote!(rest::Encoding::ZigZag),
+            Type::Fixed32 | Type::Sfixed32 | Type::Fixed64 | Type::Sfixed64 => {
+                quote!(rest::Encoding::Fixed)
+            }
+            Type::Message if WRAPPERS.contains(&field.type_name()) => {
+                quote!(rest::Encoding::Wrapped)
+            }
+            _ => quote!(rest::Encoding::Plain),
+        };
         quote! {
-            rest::Field { name: #name, json_name: #json_name, kind: #kind, repeated: #repeated }
+            rest::Field {
+                name: #name,
+                json_name: #json_name,
+                kind: #kind,
+                repeated: #repeated,
+                number: #number,
+                encoding: #encoding,
+            }
         }
     }
 }
