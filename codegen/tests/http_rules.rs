@@ -39,6 +39,8 @@ message Req {{
   map<string, string> labels = 6;
   uint32 count = 7;
   repeated Page pages = 8;
+  oneof choice {{ string first = 9; sint64 second = 10; }}
+  optional fixed32 third = 11;
 }}
 service Svc {{
 {methods}
@@ -188,6 +190,34 @@ fn methods_whose_client_streams_are_refused_and_server_streams_are_not() {
     )
     .unwrap();
     assert!(code.contains("server_streaming: true"), "{code}");
+}
+
+#[test]
+fn field_tables_carry_what_the_protobuf_binding_needs() {
+    let code =
+        compile(r#"rpc Get(Req) returns (Req) { option (google.api.http) = { get: "/v1/x" }; }"#)
+            .unwrap();
+    let code: String = code.split_whitespace().collect();
+    for (field, number, encoding, oneof) in [
+        ("first", 9, "Plain", "Some(\"choice\")"),
+        ("second", 10, "ZigZag", "Some(\"choice\")"),
+        // proto3 `optional` is a oneof of its own in the descriptor, and no choice.
+        ("third", 11, "Fixed", "None"),
+        ("limit", 5, "Wrapped", "None"),
+    ] {
+        let wanted = format!("name:\"{field}\",json_name:\"{field}\",");
+        let at = code
+            .find(&wanted)
+            .unwrap_or_else(|| panic!("{field}: {code}"));
+        let rest = &code[at..];
+        let entry = &rest[..rest.find('}').unwrap()];
+        assert!(
+            entry.contains(&format!(
+                "number:{number}u32,encoding:rest::Encoding::{encoding},oneof:{oneof}"
+            )),
+            "{entry}"
+        );
+    }
 }
 
 #[test]

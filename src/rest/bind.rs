@@ -266,6 +266,14 @@ impl<'t> Object<'t> {
         {
             Some(at) => at,
             None => {
+                if let Some(oneof) = first.oneof
+                    && self
+                        .members
+                        .iter()
+                        .any(|(field, _)| field.oneof == Some(oneof))
+                {
+                    return Err(format!("more than one field of oneof {oneof:?} is set"));
+                }
                 let member = match rest.is_empty() {
                     false => Member::Object(Object::default()),
                     true if first.repeated => Member::List(Vec::new()),
@@ -532,6 +540,7 @@ static NO_FIELD: Field = Field {
     repeated: false,
     number: 0,
     encoding: Encoding::Plain,
+    oneof: None,
 };
 
 /// The fields `names` name, from `table` down (`page`, then `size`), each by its proto or
@@ -675,6 +684,7 @@ mod tests {
             repeated: false,
             number: 0,
             encoding: Encoding::Plain,
+            oneof: None,
         }
     }
 
@@ -708,6 +718,7 @@ mod tests {
                 repeated: true,
                 number: 0,
                 encoding: Encoding::Plain,
+                oneof: None,
             },
             Field {
                 name: "books",
@@ -716,6 +727,7 @@ mod tests {
                 repeated: true,
                 number: 0,
                 encoding: Encoding::Plain,
+                oneof: None,
             },
             field("genre", "genre", FieldKind::Enum(&GENRE)),
             field("verbose", "verbose", FieldKind::Bool),
@@ -1017,6 +1029,7 @@ mod tests {
             repeated,
             number,
             encoding,
+            oneof: None,
         }
     }
 
@@ -1091,5 +1104,38 @@ mod tests {
         // What the JSON binding refuses, the protobuf one does too.
         let error = request_proto(&rule, &[], Some("genre=NOPE"), BindOptions::default());
         assert_eq!(error.unwrap_err().code(), tonic::Code::InvalidArgument);
+    }
+
+    static CHOICE: FieldTable = FieldTable {
+        message: "t.Choice",
+        fields: &[
+            Field {
+                oneof: Some("choice"),
+                ..field("a", "a", FieldKind::String)
+            },
+            Field {
+                oneof: Some("choice"),
+                ..field("b", "b", FieldKind::Int32)
+            },
+            field("c", "c", FieldKind::String),
+        ],
+    };
+
+    #[test]
+    fn a_request_sets_one_member_of_a_oneof_at_most() {
+        let mut rule = rule(Body::None);
+        rule.request = &CHOICE;
+        let options = BindOptions::default();
+        assert!(request_json(&rule, &[], Some("a=x&c=y"), b"", options).is_ok());
+        let json = request_json(&rule, &[], Some("a=x&b=1"), b"", options);
+        let proto = request_proto(&rule, &[], Some("b=1&a=x"), options);
+        for (error, second) in [(json.unwrap_err(), "b"), (proto.unwrap_err(), "a")] {
+            assert_eq!(
+                error.message(),
+                format!(
+                    "query parameter `{second}`: more than one field of oneof \"choice\" is set"
+                )
+            );
+        }
     }
 }

@@ -141,6 +141,9 @@ pub struct Field {
     pub number: u32,
     /// How its values are written in the protobuf encoding, beyond what its kind says.
     pub encoding: Encoding,
+    /// The oneof it is a member of, if any (not proto3 `optional`'s own): a request sets one
+    /// member at most.
+    pub oneof: Option<&'static str>,
 }
 
 /// How a field's value is written in the protobuf encoding, where its [`FieldKind`] (which

@@ -666,13 +666,20 @@ impl StaticNames {
         while let Some(full_name) = self.queue.pop_front() {
             let ident = self.by_type[&full_name].clone();
             let message_name = full_name.trim_start_matches('.');
-            let fields: Vec<TokenStream> = types
-                .messages
-                .get(&full_name)
+            let message = types.messages.get(&full_name);
+            let fields: Vec<TokenStream> = message
                 .map(|message| message.field.iter().collect::<Vec<_>>())
                 .unwrap_or_default()
                 .into_iter()
-                .map(|field| self.field(types, field, &mut out))
+                .map(|field| {
+                    // A proto3 `optional` field is in a oneof of its own, which is no choice.
+                    let oneof = field
+                        .oneof_index
+                        .filter(|_| !field.proto3_optional())
+                        .and_then(|index| message?.oneof_decl.get(usize::try_from(index).ok()?))
+                        .map(|oneof| oneof.name());
+                    self.field(types, field, oneof, &mut out)
+                })
                 .collect();
             out.extend(quote! {
                 static #ident: rest::FieldTable = rest::FieldTable {
@@ -688,6 +695,7 @@ impl StaticNames {
         &mut self,
         types: &Types<'_>,
         field: &FieldDescriptorProto,
+        oneof: Option<&str>,
         out: &mut TokenStream,
     ) -> TokenStream {
         let kind = match kind(types, field) {
@@ -721,6 +729,7 @@ impl StaticNames {
         let json_name = json_name(field);
         let repeated = field.label() == Label::Repeated;
         let number = u32::try_from(field.number()).unwrap_or_default();
+        let oneof = option_tokens(oneof);
         let encoding = match field.r#type() {
             Type::Sint32 | Type::Sint64 => quote!(rest::Encoding::ZigZag),
             Type::Fixed32 | Type::Sfixed32 | Type::Fixed64 | Type::Sfixed64 => {
@@ -739,6 +748,7 @@ impl StaticNames {
                 repeated: #repeated,
                 number: #number,
                 encoding: #encoding,
+                oneof: #oneof,
             }
         }
     }
