@@ -369,9 +369,7 @@ impl Object<'_> {
                     }
                 }
                 Member::Object(object) => {
-                    let mut nested = Vec::new();
-                    object.write_proto(&mut nested)?;
-                    write_bytes(field.number, &nested, out);
+                    write_nested(field.number, out, |out| object.write_proto(out))?;
                 }
             }
         }
@@ -384,9 +382,32 @@ fn write_field(field: &Field, value: &Scalar<'_>, out: &mut Vec<u8>) -> Result<(
     if field.encoding != Encoding::Wrapped {
         return write_scalar(field, field.number, field.encoding, value, out);
     }
-    let mut wrapper = Vec::new();
-    write_scalar(field, 1, Encoding::Plain, value, &mut wrapper)?;
-    write_bytes(field.number, &wrapper, out);
+    write_nested(field.number, out, |out| {
+        write_scalar(field, 1, Encoding::Plain, value, out)
+    })
+}
+
+/// Writes field `number` holding the message `write` writes, in place: its length, which
+/// comes before it, is a byte's room left and filled in afterwards (moving the message in the
+/// rare case it is 128 bytes or more, whose length takes more).
+fn write_nested(
+    number: u32,
+    out: &mut Vec<u8>,
+    write: impl FnOnce(&mut Vec<u8>) -> Result<(), Status>,
+) -> Result<(), Status> {
+    prost::encoding::encode_key(number, prost::encoding::WireType::LengthDelimited, out);
+    let at = out.len();
+    out.push(0);
+    write(out)?;
+    let len = out.len() - at - 1;
+    match u8::try_from(len) {
+        Ok(short) if short < 0x80 => out[at] = short,
+        _ => {
+            let mut prefix = Vec::with_capacity(10);
+            prost::encoding::encode_varint(len as u64, &mut prefix);
+            out.splice(at..=at, prefix);
+        }
+    }
     Ok(())
 }
 
@@ -1013,6 +1034,8 @@ mod tests {
     struct EncodedPage {
         #[prost(int32, tag = "1")]
         size: i32,
+        #[prost(string, tag = "2")]
+        token: String,
     }
 
     const fn numbered(
@@ -1035,13 +1058,10 @@ mod tests {
 
     static ENCODED_PAGE: FieldTable = FieldTable {
         message: "t.EncodedPage",
-        fields: &[numbered(
-            "size",
-            FieldKind::Int32,
-            1,
-            Encoding::Plain,
-            false,
-        )],
+        fields: &[
+            numbered("size", FieldKind::Int32, 1, Encoding::Plain, false),
+            numbered("token", FieldKind::String, 2, Encoding::Plain, false),
+        ],
     };
     static ENCODED: FieldTable = FieldTable {
         message: "t.Encoded",
@@ -1079,6 +1099,13 @@ mod tests {
                      &mask=a.fooBar,b&page.size=-1&count=4294967295";
         let bytes = request_proto(&rule, &[], Some(query), BindOptions::default()).unwrap();
         let encoded = <Encoded as prost::Message>::decode(&bytes[..]).unwrap();
+        // A nested message of 128 bytes or more, whose length takes two bytes.
+        let token = "t".repeat(300);
+        let long = format!("page.token={token}&count=1");
+        let bytes = request_proto(&rule, &[], Some(&long), BindOptions::default()).unwrap();
+        let long = <Encoded as prost::Message>::decode(&bytes[..]).unwrap();
+        assert_eq!(long.page.map(|page| page.token), Some(token));
+        assert_eq!(long.count, 1);
         assert_eq!(encoded.zigzag32, -3);
         assert_eq!(encoded.zigzag64, -9_000_000_000);
         assert_eq!(encoded.sfixed32, -7);
@@ -1099,7 +1126,13 @@ mod tests {
             })
         );
         assert_eq!(encoded.mask.unwrap().paths, ["a.foo_bar", "b"]);
-        assert_eq!(encoded.page, Some(EncodedPage { size: -1 }));
+        assert_eq!(
+            encoded.page,
+            Some(EncodedPage {
+                size: -1,
+                token: String::new()
+            })
+        );
         assert_eq!(encoded.count, u32::MAX);
         // What the JSON binding refuses, the protobuf one does too.
         let error = request_proto(&rule, &[], Some("genre=NOPE"), BindOptions::default());
