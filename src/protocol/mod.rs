@@ -160,7 +160,8 @@ impl Wire {
         )
     }
 
-    /// The wire of a REST call: JSON messages, the reply stream as events if `events`.
+    /// The wire of a REST call: JSON messages (the request's until the router binds it in
+    /// protobuf, `Call::bound_in_proto`), the reply stream as events if `events`.
     pub(crate) fn rest(events: bool) -> Wire {
         Wire {
             protocol: Protocol::Rest {

@@ -8,11 +8,12 @@
 //! a deadline are answered in REST's form (`protocol/rest.rs`) as any other protocol's are.
 //!
 //! The router then serves it here ([`serve`]): the rule its method and path find (404, or 405
-//! with `Allow`), its request message as JSON from the path's variables, the query and the
-//! body (`rest::request_json`; a `google.api.HttpBody` takes the body as it is), and a call of
-//! the rule's method on its service, as a unary JSON call of `/package.Service/Method`, through
-//! the interceptors, observation and handler every call goes through. The gRPC-form answer
-//! (JSON messages) becomes REST's here: the reply alone, or a stream of lines or events.
+//! with `Allow`), its request message from the path's variables, the query and the body (in
+//! protobuf, `rest::request_proto`, unless a JSON body is merged in, `rest::request_json`; a
+//! `google.api.HttpBody` takes the body as it is), and a call of the rule's method on its
+//! service, as a unary call of `/package.Service/Method` answered in JSON, through the
+//! interceptors, observation and handler every call goes through. The gRPC-form answer (JSON
+//! messages) becomes REST's here: the reply alone, or a stream of lines or events.
 //!
 //! A body that is not whole yet is read by the handler, as a Connect call's is: it is bound
 //! then, in the body the handler reads ([`BindLater`]). A body compressed with an encoding
