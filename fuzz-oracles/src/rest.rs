@@ -6,6 +6,7 @@ use fastgrpc::codegen::rest::{HttpMethod, Rule, Segment, Template, Variable};
 use fastgrpc::internals::codec::{DecodeOptions, decode_json, write_json};
 use fastgrpc::internals::rest::{
     BindOptions, Lookup, MAX_QUERY_LEN, MAX_QUERY_PARAMS, Routes, parse_query, request_json,
+    request_proto,
 };
 use fastgrpc_build::internals as build;
 use protos::google::api::HttpBody;
@@ -140,8 +141,9 @@ fn encode(text: &str) -> String {
 
 /// A request's path, query and body bound by `transcoding.v1.Echo`'s generated rules: the
 /// query parses as an independent reading of it does (or is refused for its bounds or its
-/// encoding); a refusal is `INVALID_ARGUMENT`; and what binding accepts with no body, the
-/// JSON codec decodes as the method's request, with each path variable in its field.
+/// encoding); a refusal is `INVALID_ARGUMENT`; what binding accepts with no body, the JSON
+/// codec decodes as the method's request, with each path variable in its field; and bound in
+/// protobuf instead, as the server binds a request without a body, it is the same message.
 pub fn rest_query(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
@@ -190,6 +192,15 @@ pub fn rest_query(data: &[u8]) {
         Ok(json) => json,
         Err(status) => return assert_eq!(status.code(), Code::InvalidArgument, "{status:?}"),
     };
+    if body.is_empty() {
+        let proto = request_proto(rule, &bindings, query, BindOptions::default())
+            .unwrap_or_else(|status| panic!("bound as JSON but not in protobuf: {status:?}"));
+        match rule.method {
+            "Fail" => same_message::<FailRequest>(&json, &proto),
+            "Upload" => same_message::<HttpBody>(&json, &proto),
+            _ => same_message::<EchoRequest>(&json, &proto),
+        }
+    }
     let written = match rule.method {
         "Fail" => decode::<FailRequest>(&json, body.is_empty()),
         "Upload" => decode::<HttpBody>(&json, body.is_empty()),
@@ -234,6 +245,17 @@ fn decode<M: DeserializeOwned + Serialize + 'static>(
             None
         }
     }
+}
+
+/// The request bound as `json` and in protobuf (`proto`) is one message.
+fn same_message<M>(json: &[u8], proto: &[u8])
+where
+    M: DeserializeOwned + prost::Message + Default + PartialEq + std::fmt::Debug + 'static,
+{
+    let from_json: M = decode_json(json, DecodeOptions::default())
+        .unwrap_or_else(|status| panic!("bound without a body, but refused: {status:?}"));
+    let from_proto = M::decode(proto).expect("what is bound in protobuf decodes");
+    assert_eq!(from_proto, from_json, "{}", String::from_utf8_lossy(json));
 }
 
 /// `parse_query` against an independent reading of `query`.
