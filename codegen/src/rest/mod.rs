@@ -482,19 +482,6 @@ enum Kind {
     Unsupported,
 }
 
-/// The `google.protobuf` wrappers, whose JSON is their bare value.
-const WRAPPERS: [&str; 9] = [
-    ".google.protobuf.StringValue",
-    ".google.protobuf.BytesValue",
-    ".google.protobuf.BoolValue",
-    ".google.protobuf.Int32Value",
-    ".google.protobuf.UInt32Value",
-    ".google.protobuf.Int64Value",
-    ".google.protobuf.UInt64Value",
-    ".google.protobuf.FloatValue",
-    ".google.protobuf.DoubleValue",
-];
-
 fn kind(types: &Types<'_>, field: &FieldDescriptorProto) -> Kind {
     match field.r#type() {
         Type::String => Kind::String,
@@ -698,7 +685,18 @@ impl StaticNames {
         oneof: Option<&str>,
         out: &mut TokenStream,
     ) -> TokenStream {
-        let kind = match kind(types, field) {
+        let field_kind = kind(types, field);
+        // A message field whose values are scalars is a wrapper (`Int32Value`, ...).
+        let wrapper = field.r#type() == Type::Message
+            && !matches!(
+                field_kind,
+                Kind::Message(_)
+                    | Kind::Timestamp
+                    | Kind::Duration
+                    | Kind::FieldMask
+                    | Kind::Unsupported
+            );
+        let kind = match field_kind {
             Kind::String => quote!(rest::FieldKind::String),
             Kind::Bytes => quote!(rest::FieldKind::Bytes),
             Kind::Bool => quote!(rest::FieldKind::Bool),
@@ -735,9 +733,7 @@ impl StaticNames {
             Type::Fixed32 | Type::Sfixed32 | Type::Fixed64 | Type::Sfixed64 => {
                 quote!(rest::Encoding::Fixed)
             }
-            Type::Message if WRAPPERS.contains(&field.type_name()) => {
-                quote!(rest::Encoding::Wrapped)
-            }
+            _ if wrapper => quote!(rest::Encoding::Wrapped),
             _ => quote!(rest::Encoding::Plain),
         };
         quote! {
