@@ -111,17 +111,19 @@ pub(crate) fn append_http_body(
     field: Option<u32>,
     content_type: &str,
     data: &[u8],
-) {
-    let mut body = Vec::with_capacity(content_type.len() + data.len() + 16);
-    if !content_type.is_empty() {
-        write_bytes(1, content_type.as_bytes(), &mut body);
-    }
-    if !data.is_empty() {
-        write_bytes(2, data, &mut body);
-    }
+) -> Result<(), Status> {
+    let write = |out: &mut Vec<u8>| {
+        if !content_type.is_empty() {
+            write_bytes(1, content_type.as_bytes(), out);
+        }
+        if !data.is_empty() {
+            write_bytes(2, data, out);
+        }
+        Ok(())
+    };
     match field {
-        Some(number) => write_bytes(number, &body, request),
-        None => request.extend_from_slice(&body),
+        Some(number) => write_nested(number, request, write),
+        None => write(request),
     }
 }
 

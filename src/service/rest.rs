@@ -293,12 +293,8 @@ impl Input<'_> {
                     .content_type
                     .and_then(|value| value.to_str().ok())
                     .unwrap_or_default();
-                crate::rest::append_http_body(
-                    &mut request,
-                    target.map(|field| field.number),
-                    content_type,
-                    body,
-                );
+                let field = target.map(|field| field.number);
+                crate::rest::append_http_body(&mut request, field, content_type, body)?;
                 Ok(request)
             }
         }
