@@ -28,6 +28,27 @@ pub(crate) fn header<'a>(headers: &'a HeaderMap, name: &HeaderName) -> Option<&'
     headers.get(name)
 }
 
+/// The first values of the headers `first` and `second`, as [`header`] finds each, with one
+/// scan of a small map for both (a call's two encoding headers, which most requests lack).
+pub(crate) fn header_pair<'a>(
+    headers: &'a HeaderMap,
+    first: &HeaderName,
+    second: &HeaderName,
+) -> (Option<&'a HeaderValue>, Option<&'a HeaderValue>) {
+    let (mut has_first, mut has_second) = (true, true);
+    if headers.len() <= SCAN_LIMIT {
+        (has_first, has_second) = (false, false);
+        for key in headers.keys() {
+            has_first |= key == first;
+            has_second |= key == second;
+        }
+    }
+    (
+        has_first.then(|| headers.get(first)).flatten(),
+        has_second.then(|| headers.get(second)).flatten(),
+    )
+}
+
 /// Trailing metadata to send after the reply (and its final status).
 ///
 /// ```

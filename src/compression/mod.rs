@@ -22,11 +22,11 @@ mod codec;
 mod negotiate;
 
 pub use self::codec::{compress, decompress};
-pub(crate) use self::negotiate::accepted_names;
 pub use self::negotiate::{
     AcceptEncoding, EncodingHeaders, GRPC_ACCEPT_ENCODING, GRPC_ENCODING, request_encoding,
     response_encoding,
 };
+pub(crate) use self::negotiate::{accepted_names, named_encoding};
 
 use std::fmt;
 
@@ -142,11 +142,6 @@ impl EncodingList {
     /// The encodings, most preferred first.
     pub(crate) fn as_slice(&self) -> &[CompressionEncoding] {
         &self.items[..usize::from(self.len)]
-    }
-
-    /// Whether the list is empty.
-    pub(crate) const fn is_empty(&self) -> bool {
-        self.len == 0
     }
 
     /// The `grpc-accept-encoding` a service whose requests may use these encodings sends with

@@ -77,7 +77,21 @@ pub fn request_encoding(
     names: EncodingHeaders,
     enabled: &[CompressionEncoding],
 ) -> Result<Option<CompressionEncoding>, Status> {
-    let Some(value) = crate::metadata::header(headers, names.encoding) else {
+    named_encoding(
+        crate::metadata::header(headers, names.encoding),
+        names,
+        enabled,
+    )
+}
+
+/// The encoding `value` of the request's `names.encoding()` header names, as
+/// [`request_encoding`] reads it.
+pub(crate) fn named_encoding(
+    value: Option<&HeaderValue>,
+    names: EncodingHeaders,
+    enabled: &[CompressionEncoding],
+) -> Result<Option<CompressionEncoding>, Status> {
+    let Some(value) = value else {
         return Ok(None);
     };
     let name = value.as_bytes();

@@ -245,20 +245,22 @@ impl HandlerConfig {
         // Connect names them `content-encoding`, `accept-encoding` (or with `connect-`); a
         // REST call has none.
         let names = wire.encoding_headers();
-        let announce = if !self.accept_compressed.is_empty()
-            && names.is_some_and(|names| crate::metadata::header(headers, names.accept()).is_some())
-        {
-            self.accept_compressed
-        } else {
-            EncodingList::new()
+        // One scan of the request's headers finds both.
+        let (encoding, accept) = match names {
+            Some(names) => crate::metadata::header_pair(headers, names.encoding(), names.accept()),
+            None => (None, None),
         };
         let request_encoding = match names {
             Some(names) => {
-                compression::request_encoding(headers, names, self.accept_compressed.as_slice())?
+                compression::named_encoding(encoding, names, self.accept_compressed.as_slice())?
             }
             None => None,
         };
-        let reply_encoding = names.and_then(|names| {
+        let announce = match accept {
+            Some(_) => self.accept_compressed,
+            None => EncodingList::new(),
+        };
+        let reply_encoding = names.filter(|_| accept.is_some()).and_then(|names| {
             compression::response_encoding(headers, names, self.send_compressed.as_slice())
         });
         Ok(Encodings {
