@@ -119,7 +119,16 @@ impl<T, E> FastFuture<T, E> {
     where
         F: Future<Output = Result<T, E>> + Send + 'static,
     {
-        let mut slot = Slot::new(future);
+        Self::from_fn(|| future)
+    }
+
+    /// [`from_future`](Self::from_future) of the future `make` builds, which is built where it
+    /// is polled.
+    pub(crate) fn from_fn<F>(make: impl FnOnce() -> F) -> Self
+    where
+        F: Future<Output = Result<T, E>> + Send + 'static,
+    {
+        let mut slot = Slot::new_with(make);
         match slot.poll(&mut Context::from_waker(Waker::noop())) {
             Poll::Ready(result) => Self::ready(result),
             Poll::Pending => FastFuture {

@@ -111,6 +111,20 @@ fn give_back_block(layout: Layout, ptr: NonNull<u8>) {
     }
 }
 
+/// A block taken for a future not yet written into it; dropped, it goes back to the cache.
+struct Unfilled {
+    layout: Layout,
+    ptr: NonNull<u8>,
+}
+
+impl Drop for Unfilled {
+    fn drop(&mut self) {
+        if self.layout.size() != 0 {
+            give_back_block(self.layout, self.ptr);
+        }
+    }
+}
+
 /// A future of type `F` living in a (possibly recycled) heap block.
 ///
 /// Invariant: `ptr` points to an initialized `F` in a block allocated by the global allocator
@@ -124,15 +138,29 @@ pub(crate) struct Slot<F> {
 unsafe impl<F: Send> Send for Slot<F> {}
 
 impl<F: Future> Slot<F> {
+    #[cfg(test)]
     pub(crate) fn new(future: F) -> Self {
+        Self::new_with(|| future)
+    }
+
+    /// The future `make` builds, written straight into its block (a future built first and
+    /// then handed over would be copied once more).
+    #[inline]
+    pub(crate) fn new_with(make: impl FnOnce() -> F) -> Self {
         let layout = Layout::new::<F>();
         let ptr = if layout.size() == 0 {
             NonNull::dangling()
         } else {
             take_block(layout).cast::<F>()
         };
+        // Should `make` panic, the block goes back to the cache, unread.
+        let unfilled = Unfilled {
+            layout,
+            ptr: ptr.cast(),
+        };
         // SAFETY: `ptr` is valid for writes of `F` and suitably aligned.
-        unsafe { ptr.as_ptr().write(future) };
+        unsafe { ptr.as_ptr().write(make()) };
+        std::mem::forget(unfilled);
         Slot {
             ptr,
             _owns: PhantomData,
@@ -210,6 +238,20 @@ mod tests {
         assert_eq!(slot.ptr.cast::<u8>(), first);
         drop(slot);
         assert_eq!(drops.load(Ordering::SeqCst), 2, "unpolled future dropped");
+    }
+
+    #[test]
+    fn a_future_whose_making_panics_gives_its_block_back() {
+        type Future = std::future::Ready<[u64; 5]>;
+        let made = std::panic::catch_unwind(|| {
+            Slot::<Future>::new_with(|| panic!("building the future failed"))
+        });
+        assert!(made.is_err());
+        let block = CACHE.with(|cache| cache.borrow().blocks.last().copied());
+        let (layout, ptr) = block.expect("the block is cached again");
+        assert_eq!(layout, Layout::new::<Future>());
+        let slot = Slot::new(std::future::ready([1u64; 5]));
+        assert_eq!(slot.ptr.cast::<u8>(), ptr, "and used for the next future");
     }
 
     #[test]

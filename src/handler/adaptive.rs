@@ -177,23 +177,28 @@ impl MethodConfig<'_> {
     /// spot if it starts inline (a method that answers without waiting is then served with no
     /// task at all), or left unpolled for a spawned task.
     ///
-    /// The caller wraps the future (`Contained::new(method(request))`), so that it is built in
-    /// place: wrapped here, it would be moved once more.
-    pub(super) fn invoke<T, F>(self, method: Contained<F>, call: &mut Call) -> FastFuture<T, Status>
+    /// `start` builds the future; it is built where it is polled (for an inline call, the
+    /// block `FastFuture::from_fn` polls it in), so that it is not copied on its way there.
+    pub(super) fn invoke<T, F>(
+        self,
+        start: impl FnOnce() -> F,
+        call: &mut Call,
+    ) -> FastFuture<T, Status>
     where
         T: Send + 'static,
         F: Future<Output = Result<T, Status>> + Send + 'static,
     {
         let estimate = &self.costs.estimates[self.index];
+        let contained = || Contained::new(start());
         match self.inline {
-            InlineMode::Always => FastFuture::from_future(method),
-            InlineMode::Never => FastFuture::boxed(method),
+            InlineMode::Always => FastFuture::from_fn(contained),
+            InlineMode::Never => FastFuture::boxed(contained()),
             InlineMode::Adaptive
                 if Duration::from_nanos(estimate.nanos().into())
                     > self.config.inline_cost_limit =>
             {
                 FastFuture::boxed(Timed {
-                    future: method,
+                    future: contained(),
                     costs: Some((
                         self.costs.clone(),
                         self.index,
@@ -203,7 +208,7 @@ impl MethodConfig<'_> {
             }
             InlineMode::Adaptive => {
                 let started = call.started();
-                let polled = FastFuture::from_future(method);
+                let polled = FastFuture::from_fn(contained);
                 let took = call.first_poll_ended().saturating_duration_since(started);
                 estimate.record(took, self.config.inline_cost_limit);
                 polled
@@ -214,12 +219,12 @@ impl MethodConfig<'_> {
 
 /// The `impl` step of a call that is already in a task (its request body was still arriving):
 /// the method's future, panics contained, polled once in place.
-pub(super) fn invoke_in_place<T, F>(method: Contained<F>) -> FastFuture<T, Status>
+pub(super) fn invoke_in_place<T, F>(start: impl FnOnce() -> F) -> FastFuture<T, Status>
 where
     T: Send + 'static,
     F: Future<Output = Result<T, Status>> + Send + 'static,
 {
-    FastFuture::from_future(method)
+    FastFuture::from_fn(|| Contained::new(start()))
 }
 
 pin_project! {
@@ -306,13 +311,13 @@ mod tests {
 
     fn greet(config: MethodConfig<'_>, work: Duration) -> FastFuture<&'static str, Status> {
         config.invoke(
-            Contained::new(async move {
+            || async move {
                 let start = Instant::now();
                 while start.elapsed() < work {
                     std::hint::spin_loop();
                 }
                 Ok("hello")
-            }),
+            },
             &mut Call::default(),
         )
     }

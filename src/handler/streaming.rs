@@ -17,7 +17,7 @@ use serde::de::DeserializeOwned;
 use tonic::Status;
 
 use super::unary::{call_with_message, marshal};
-use super::{AnswerForm, Contained, ContainedStream};
+use super::{AnswerForm, ContainedStream};
 use super::{
     Invoked, MethodConfig, ReplyCodec, RequestHead, ResponseFuture, reply_headers, respond,
 };
@@ -142,10 +142,7 @@ where
     )
     .with_idle_timeout(settings.receive_idle_timeout);
     let request = RequestHead::new(parts).into_request(messages);
-    Ok((
-        config.invoke(Contained::new(method(request)), call),
-        encodings.reply,
-    ))
+    Ok((config.invoke(|| method(request), call), encodings.reply))
 }
 
 /// The response for a reply stream: headers now, the messages encoded as they are polled (and

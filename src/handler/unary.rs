@@ -13,7 +13,6 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tonic::Status;
 
-use super::Contained;
 use super::adaptive::invoke_in_place;
 use super::{
     AnswerForm, Invoked, MethodConfig, ReplyCodec, RequestCodec, RequestHead, ResponseFuture,
@@ -80,14 +79,12 @@ where
     let encodings = config.negotiate(&head.headers, call)?;
     let decoded = unmarshal::<Req>(body, encodings.request);
     let reply = match decoded.into_ready() {
-        Ok(Ok(decoded)) => {
-            method_config.invoke(Contained::new(method(decoded.into_request(head))), call)
-        }
+        Ok(Ok(decoded)) => method_config.invoke(|| method(decoded.into_request(head)), call),
         Ok(Err(status)) => FastFuture::err(status),
         // The call waits for its body, so it is spawned already.
-        Err(pending) => pending.and_then(move |decoded| {
-            invoke_in_place(Contained::new(method(decoded.into_request(head))))
-        }),
+        Err(pending) => {
+            pending.and_then(move |decoded| invoke_in_place(|| method(decoded.into_request(head))))
+        }
     };
     Ok((reply, encodings.reply))
 }
