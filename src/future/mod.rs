@@ -207,6 +207,10 @@ where
     }
 
     /// The one place a step is attached: at once on a ready result, after the future otherwise.
+    ///
+    /// Inlined, and the pending case kept apart: a ready chain then becomes straight-line code
+    /// in its caller, and its values are not copied from one step's frame to the next.
+    #[inline]
     fn then_inline<U, E2, F>(self, step: F) -> FastFuture<U, E2>
     where
         U: Send + 'static,
@@ -215,9 +219,20 @@ where
     {
         match self.state {
             State::Ready(result) => step(result),
-            State::Pending(future) => FastFuture::boxed(async move { step(future.await).await }),
+            State::Pending(future) => Self::then_later(future, step),
             State::Taken => panic!("FastFuture used after it completed"),
         }
+    }
+
+    /// `step` after `future`, as one boxed future.
+    #[inline(never)]
+    fn then_later<U, E2, F>(future: BoxFuture<Result<T, E>>, step: F) -> FastFuture<U, E2>
+    where
+        U: Send + 'static,
+        E2: Send + 'static,
+        F: FnOnce(Result<T, E>) -> FastFuture<U, E2> + Send + 'static,
+    {
+        FastFuture::boxed(async move { step(future.await).await })
     }
 }
 
