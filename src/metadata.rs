@@ -28,6 +28,21 @@ pub(crate) fn header<'a>(headers: &'a HeaderMap, name: &HeaderName) -> Option<&'
     headers.get(name)
 }
 
+/// The first value of the header `name`, which the request is expected to have
+/// (`content-type`): a small map is scanned for it, which finds the value itself, without
+/// the hashing of a lookup.
+pub(crate) fn expected_header<'a>(
+    headers: &'a HeaderMap,
+    name: &HeaderName,
+) -> Option<&'a HeaderValue> {
+    if headers.len() <= SCAN_LIMIT {
+        return headers
+            .iter()
+            .find_map(|(key, value)| (key == name).then_some(value));
+    }
+    headers.get(name)
+}
+
 /// The first values of the headers `first` and `second`, as [`header`] finds each, with one
 /// scan of a small map for both (a call's two encoding headers, which most requests lack).
 pub(crate) fn header_pair<'a>(

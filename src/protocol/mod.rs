@@ -148,8 +148,7 @@ impl Wire {
 
     /// What the request whose headers are `headers` speaks, as [`Wire::of`] its `content-type`.
     pub(crate) fn of_headers(headers: &http::HeaderMap) -> Option<Wire> {
-        // Nearly every request has one: a hashed lookup, not a scan for what is then looked up.
-        Wire::of(headers.get(CONTENT_TYPE))
+        Wire::of(crate::metadata::expected_header(headers, &CONTENT_TYPE))
     }
 
     /// Whether the request carries one bare message, not gRPC's length-prefixed frames.
