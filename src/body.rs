@@ -330,6 +330,16 @@ impl ResponseBody {
         })
     }
 
+    /// A new response of this body with `headers`.
+    #[inline]
+    pub(crate) fn with_headers(self, headers: HeaderMap) -> http::Response<ResponseBody> {
+        let mut response = http::Response::new(self);
+        // `Response::new` gave it an empty map, which owns no memory (`HeaderMap::new` does
+        // not allocate): forgetting it skips a drop that would find nothing to free.
+        std::mem::forget(std::mem::replace(response.headers_mut(), headers));
+        response
+    }
+
     /// A body with nothing in it (a trailers-only response).
     pub fn empty() -> Self {
         Self::default()

@@ -165,8 +165,8 @@ where
         ended: false,
     };
     let trailers = Trailers::take(&mut extensions).unwrap_or_default();
-    let mut response = http::Response::new(ResponseBody::streaming(Box::pin(frames), trailers));
-    *response.headers_mut() = reply_headers(metadata, codec);
+    let mut response = ResponseBody::streaming(Box::pin(frames), trailers)
+        .with_headers(reply_headers(metadata, codec));
     *response.extensions_mut() = extensions;
     response
 }

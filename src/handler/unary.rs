@@ -178,9 +178,7 @@ pub(super) fn marshal<M: Message + Serialize + 'static>(
                 Some(metadata) => Fields::Map(status::ok_trailers(metadata)),
                 None => Fields::Fixed(&status::OK_TRAILERS),
             };
-            let mut response = http::Response::new(ResponseBody::unary(frame, trailers));
-            *response.headers_mut() = reply_headers(metadata, codec);
-            response
+            ResponseBody::unary(frame, trailers).with_headers(reply_headers(metadata, codec))
         }
         AnswerForm::Connect(_) => {
             let compressed = frame.first() == Some(&1);

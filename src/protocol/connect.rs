@@ -174,9 +174,8 @@ pub(crate) fn error_response(status: &Status) -> http::Response<ResponseBody> {
         None => metadata_only(metadata),
     };
     headers.insert(CONTENT_TYPE, JSON_CONTENT_TYPE);
-    let mut response = http::Response::new(ResponseBody::whole(Bytes::from(error_json(status))));
+    let mut response = ResponseBody::whole(Bytes::from(error_json(status))).with_headers(headers);
     *response.status_mut() = http_status(status.code());
-    *response.headers_mut() = headers;
     response
 }
 
@@ -198,9 +197,7 @@ pub(crate) fn unary_answer(
     if let Some(trailers) = trailers {
         add_trailers(&mut headers, trailers, TRAILER_PREFIX);
     }
-    let mut response = http::Response::new(ResponseBody::whole(message));
-    *response.headers_mut() = headers;
-    response
+    ResponseBody::whole(message).with_headers(headers)
 }
 
 /// What Connect's unary answers put before a trailer's name to send it as a header.
@@ -274,9 +271,7 @@ pub(crate) fn stream_answer(
             Format::Json => "application/connect+json",
         }),
     );
-    let mut response = http::Response::new(body);
-    *response.headers_mut() = headers;
-    response
+    body.with_headers(headers)
 }
 
 /// Parses `connect-timeout-ms`: 1 to 10 ASCII digits, milliseconds. Anything else is

@@ -11,9 +11,7 @@ use crate::status::trailers_only_headers;
 
 /// A trailers-only response carrying `status`.
 pub fn status(status: &Status) -> http::Response<ResponseBody> {
-    let mut response = http::Response::new(ResponseBody::empty());
-    *response.headers_mut() = trailers_only_headers(status);
-    response
+    ResponseBody::empty().with_headers(trailers_only_headers(status))
 }
 
 /// gRPC's answer to a call in `format` that fails with `status` before its reply: trailers-only,

@@ -73,9 +73,8 @@ pub(crate) fn failure(status: &Status) -> http::Response<ResponseBody> {
     headers.remove(http::header::ACCEPT_ENCODING);
     headers.insert(CONTENT_TYPE, JSON);
     let body = serde_json::to_vec(&status_object(status)).unwrap_or_default();
-    let mut response = http::Response::new(ResponseBody::whole(Bytes::from(body)));
+    let mut response = ResponseBody::whole(Bytes::from(body)).with_headers(headers);
     *response.status_mut() = super::connect::http_status(status.code());
-    *response.headers_mut() = headers;
     response
 }
 
@@ -181,9 +180,7 @@ pub(crate) fn reply(
         super::connect::add_trailers(&mut headers, trailers, "grpc-trailer-");
     }
     headers.insert(CONTENT_TYPE, content_type.unwrap_or(JSON));
-    let mut response = http::Response::new(ResponseBody::whole(body));
-    *response.headers_mut() = headers;
-    response
+    ResponseBody::whole(body).with_headers(headers)
 }
 
 /// Appends one message of a reply stream to `out`: a line of JSON, or a `data:` event.

@@ -487,8 +487,7 @@ fn lines(
         rule,
         events,
     };
-    let mut response = http::Response::new(ResponseBody::new(lines));
-    *response.headers_mut() = headers;
+    let mut response = ResponseBody::new(lines).with_headers(headers);
     *response.extensions_mut() = head.extensions;
     response
 }
