@@ -89,6 +89,7 @@ pub struct TranscodingEcho;
 
 impl transcoding::v1::echo_server::Echo for TranscodingEcho {
     type WatchStream = fastgrpc::BoxStream<transcoding::v1::EchoRequest>;
+    type DownloadPiecesStream = fastgrpc::BoxStream<google::api::HttpBody>;
 
     fn get(
         &self,
@@ -216,6 +217,42 @@ impl transcoding::v1::echo_server::Echo for TranscodingEcho {
             data: request.into_inner().name.into_bytes(),
             extensions: Vec::new(),
         }))
+    }
+
+    fn download_pieces(
+        &self,
+        request: fastgrpc::Request<transcoding::v1::EchoRequest>,
+    ) -> impl fastgrpc::RpcFuture<Self::DownloadPiecesStream> {
+        use futures_util::StreamExt as _;
+        let request = request.into_inner();
+        let interval = request.interval.map(std_duration).unwrap_or_default();
+        let (count, fail_code, name) = (request.count, request.fail_code, request.name);
+        let pieces = futures_util::stream::unfold(0, move |sent| {
+            let name = name.clone();
+            async move {
+                if sent >= count {
+                    return None;
+                }
+                if sent > 0 && !interval.is_zero() {
+                    tokio::time::sleep(interval).await;
+                }
+                let piece = google::api::HttpBody {
+                    content_type: if sent == 0 {
+                        "text/plain".into()
+                    } else {
+                        String::new()
+                    },
+                    data: format!("piece {sent} of {name};").into_bytes(),
+                    extensions: Vec::new(),
+                };
+                Some((Ok(piece), sent + 1))
+            }
+        });
+        let end = futures_util::stream::iter(
+            (fail_code != 0).then(|| Err(echo_failure(fail_code, "download failed"))),
+        );
+        let stream: Self::DownloadPiecesStream = Box::pin(pieces.chain(end));
+        fastgrpc::FastFuture::ok(fastgrpc::Response::new(stream))
     }
 
     fn upload(

@@ -19,6 +19,7 @@ struct Unimplemented;
 
 impl Echo for Unimplemented {
     type WatchStream = BoxStream<EchoRequest>;
+    type DownloadPiecesStream = BoxStream<protos::google::api::HttpBody>;
 }
 
 fn routes() -> Routes<&'static Rule> {
@@ -105,11 +106,23 @@ fn every_annotated_method_has_its_rules_and_hidden_has_none() {
     assert_eq!(
         methods,
         [
-            "Get", "GetPath", "Create", "Update", "Replace", "Delete", "Archive", "Search",
-            "GetBook", "Fail", "Watch", "Download", "Upload"
+            "Get",
+            "GetPath",
+            "Create",
+            "Update",
+            "Replace",
+            "Delete",
+            "Archive",
+            "Search",
+            "GetBook",
+            "Fail",
+            "Watch",
+            "Download",
+            "DownloadPieces",
+            "Upload"
         ]
     );
-    assert_eq!(HTTP_RULES.len(), 15, "Search has two additional bindings");
+    assert_eq!(HTTP_RULES.len(), 16, "Search has two additional bindings");
     assert!(
         HTTP_RULES
             .iter()

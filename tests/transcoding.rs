@@ -439,6 +439,63 @@ async fn reply_streams_are_lines_or_events_with_a_last_error() {
 }
 
 #[tokio::test]
+async fn a_stream_of_http_bodies_is_their_bytes_with_the_first_one_s_content_type() {
+    let server = echo_server().await;
+    over_both(&server, async |client: &mut Client| {
+        let reply = client
+            .get("/v1/shelves/1/books/2/pieces?count=3&interval=0.01s")
+            .await;
+        assert_eq!(reply.status, 200);
+        assert_eq!(reply.header("content-type"), Some("text/plain"));
+        assert_eq!(
+            String::from_utf8(reply.body).unwrap(),
+            "piece 0 of shelves/1/books/2;piece 1 of shelves/1/books/2;\
+             piece 2 of shelves/1/books/2;",
+            "the bytes as they are: no delimiter, no JSON"
+        );
+        // Without a message there is no content type to take: an HttpBody's default.
+        let reply = client.get("/v1/shelves/1/books/2/pieces?count=0").await;
+        assert_eq!(reply.status, 200);
+        assert_eq!(
+            reply.header("content-type"),
+            Some("application/octet-stream")
+        );
+        assert!(reply.body.is_empty());
+        // A failure after the first piece ends the bytes with the error's line, as
+        // grpc-gateway does; before it, the answer is the failure.
+        let reply = client
+            .get("/v1/shelves/1/books/2/pieces?count=1&failCode=10")
+            .await;
+        let text = String::from_utf8(reply.body).unwrap();
+        let error = text
+            .strip_prefix("piece 0 of shelves/1/books/2;")
+            .expect("the piece first");
+        let error: Value = serde_json::from_str(error.trim_end()).unwrap();
+        assert_eq!(error["error"]["message"], "download failed");
+        let reply = client
+            .get("/v1/shelves/1/books/2/pieces?count=0&failCode=5")
+            .await;
+        assert_eq!(reply.status(404)["code"], 5);
+        // Asked for events, the pieces are events' data, as any stream's messages.
+        let reply = client
+            .send(
+                "GET",
+                "/v1/shelves/1/books/2/pieces?count=2",
+                &[("accept", "text/event-stream")],
+                b"",
+            )
+            .await;
+        assert_eq!(reply.header("content-type"), Some("text/event-stream"));
+        assert_eq!(
+            String::from_utf8(reply.body).unwrap(),
+            "data: piece 0 of shelves/1/books/2;\n\ndata: piece 1 of shelves/1/books/2;\n\n"
+        );
+    })
+    .await;
+    server.stop().await;
+}
+
+#[tokio::test]
 async fn routing_and_bad_input_are_4xx_with_a_google_rpc_status() {
     let server = echo_server().await;
     over_both(&server, async |client: &mut Client| {

@@ -216,6 +216,7 @@ fn every_binding_of_echo_is_an_operation() {
         ("GET", "/v1/fail/{code}".to_owned(), "Echo_Fail"),
         ("GET", format!("{book}:watch"), "Echo_Watch"),
         ("GET", format!("{book}/raw"), "Echo_Download"),
+        ("GET", format!("{book}/pieces"), "Echo_DownloadPieces"),
         ("POST", "/v1/upload".to_owned(), "Echo_Upload"),
     ];
     let mut found: Vec<(String, String, String)> = operations(document)
@@ -375,6 +376,11 @@ fn echo_replies_bytes_and_streams() {
         "google.protobuf.Empty"
     );
     assert_eq!(ok("Echo_Download"), serde_json::json!({"*/*": {}}));
+    assert_eq!(
+        ok("Echo_DownloadPieces"),
+        serde_json::json!({"*/*": {}}),
+        "a stream of HttpBody replies is bytes too"
+    );
     let upload = operation(document, "Echo_Upload");
     assert_eq!(
         upload["requestBody"]["content"],

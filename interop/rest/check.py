@@ -163,6 +163,16 @@ def download_text_plain(client):
     equal(response.content, b"shelves/1/books/2")
 
 
+def download_pieces_as_bytes(client):
+    # A stream of google.api.HttpBody: the pieces' bytes one after another, no delimiter, with
+    # the first piece's content type.
+    response = client.get(f"{BOOK}/pieces", params={"count": "3"})
+    equal(response.status_code, 200)
+    equal(response.headers.get("content-type"), "text/plain")
+    pieces = b"".join(f"piece {i} of shelves/1/books/2;".encode() for i in range(3))
+    equal(response.content, pieces)
+
+
 def upload_raw_bytes(client):
     body = bytes(range(256)) * 12
     headers = {"content-type": "application/octet-stream"}
@@ -284,6 +294,7 @@ def main():
         watch_as_ndjson,
         watch_as_events,
         download_text_plain,
+        download_pieces_as_bytes,
         upload_raw_bytes,
         hidden_is_not_reachable,
         bad_inputs_are_4xx_with_a_status,

@@ -30,6 +30,8 @@ const JSON: HeaderValue = HeaderValue::from_static("application/json");
 pub(crate) const NDJSON: HeaderValue = HeaderValue::from_static("application/x-ndjson");
 /// The `content-type` of a reply stream as Server-Sent Events.
 pub(crate) const EVENT_STREAM: HeaderValue = HeaderValue::from_static("text/event-stream");
+/// The `content-type` of a `google.api.HttpBody` that names none.
+pub(crate) const OCTET_STREAM: HeaderValue = HeaderValue::from_static("application/octet-stream");
 
 /// `status` as a `google.rpc.Status` in ProtoJSON.
 pub(crate) fn status_object(status: &Status) -> Value {
@@ -158,7 +160,7 @@ fn http_body(value: &Value) -> Result<(Bytes, Option<HeaderValue>), Status> {
             .ok_or_else(|| Status::internal("the HttpBody's data is not base64"))?,
     };
     let content_type = match value.get("contentType").and_then(Value::as_str) {
-        None | Some("") => HeaderValue::from_static("application/octet-stream"),
+        None | Some("") => OCTET_STREAM,
         Some(text) => HeaderValue::from_str(text).map_err(|_| {
             Status::internal("the HttpBody's content type cannot be an HTTP header")
         })?,

@@ -13,7 +13,8 @@
 //! `google.api.HttpBody` takes the body as it is), and a call of the rule's method on its
 //! service, as a unary call of `/package.Service/Method` answered in JSON, through the
 //! interceptors, observation and handler every call goes through. The gRPC-form answer (JSON
-//! messages) becomes REST's here: the reply alone, or a stream of lines or events.
+//! messages) becomes REST's here: the reply alone, or a stream of lines, events, or the bytes
+//! of `google.api.HttpBody` replies.
 //!
 //! A body that is not whole yet is read by the handler, as a Connect call's is: it is bound
 //! then, in the body the handler reads ([`BindLater`]). A body compressed with an encoding
@@ -427,97 +428,149 @@ fn whole(
 }
 
 /// REST's form of a reply stream: a failure before its first message as a unary call's
-/// failure (so the answer's head waits for that message), otherwise HTTP 200 and each message
-/// a line of JSON (or an event), and a status other than `OK` a last line (or event).
+/// failure (so the answer's head waits for that message), otherwise HTTP 200 and the messages
+/// as `StreamForm` says, and a status other than `OK` a last line (or event).
 fn stream_answer(
     response: http::Response<ResponseBody>,
     rule: &'static Rule,
     events: bool,
 ) -> ResponseFuture {
+    let form = StreamForm::of(rule, events);
     let (head, mut body) = response.into_parts();
     if body.is_end_stream() {
         let status = Status::from_header_map(&head.headers);
         return FastFuture::ok(match status.filter(|status| status.code() != Code::Ok) {
             Some(status) => rest::failure(&status),
-            None => lines(head, None, rule, events),
+            None => streamed(head, None, BytesMut::new(), rule, form),
         });
     }
     FastFuture::boxed(async move {
-        let first = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await;
-        let status = match first {
-            Some(Ok(frame)) => match frame.into_data() {
-                Ok(data) => return Ok(lines(head, Some((body, data)), rule, events)),
-                Err(frame) => Status::from_header_map(&frame.into_trailers().unwrap_or_default()),
-            },
-            Some(Err(status)) => Some(status),
-            None => None,
+        let mut first = BytesMut::new();
+        let status = loop {
+            match std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) => {
+                        first.extend_from_slice(&data);
+                        if holds_a_message(&first) {
+                            return Ok(streamed(head, Some(body), first, rule, form));
+                        }
+                    }
+                    Err(frame) => {
+                        break Status::from_header_map(&frame.into_trailers().unwrap_or_default());
+                    }
+                },
+                Some(Err(status)) => break Some(status),
+                None => break None,
+            }
         };
         Ok(match status.filter(|status| status.code() != Code::Ok) {
             Some(status) => rest::failure(&status),
-            None => lines(head, None, rule, events),
+            None => streamed(head, None, first, rule, form),
         })
     })
 }
 
-/// The answer of a reply stream under way: `head`'s metadata, and the rest of the stream
-/// (its body and the first data read from it) as lines or events.
-fn lines(
+/// How a reply stream is written: each message a line of JSON, or an event's data; a stream
+/// of `google.api.HttpBody` messages as their bytes, one after another, with the content type
+/// of the first (what a download of a large file in pieces wants).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StreamForm {
+    Lines,
+    Events,
+    Bytes,
+}
+
+impl StreamForm {
+    fn of(rule: &Rule, events: bool) -> StreamForm {
+        if events {
+            StreamForm::Events
+        } else if rule.response == HTTP_BODY {
+            StreamForm::Bytes
+        } else {
+            StreamForm::Lines
+        }
+    }
+}
+
+/// The length `buf`'s first frame declares, if its header is there; its message is compressed
+/// (which a REST reply never is) if the flag is set.
+fn declared_len(buf: &[u8]) -> Option<(bool, usize)> {
+    let header = buf.get(..FRAME_HEADER_LEN)?;
+    let len = u32::from_be_bytes([header[1], header[2], header[3], header[4]]) as usize;
+    Some((header[0] != 0, len))
+}
+
+/// Whether `buf` begins with a whole frame, or with a frame header the stream refuses (too
+/// large, or compressed): what the answer's head waits for.
+fn holds_a_message(buf: &[u8]) -> bool {
+    declared_len(buf).is_some_and(|(compressed, len)| {
+        compressed || len > MAX_PENDING || buf.len() >= FRAME_HEADER_LEN + len
+    })
+}
+
+/// The answer of a reply stream under way: `head`'s metadata, and the rest of the stream (its
+/// body, if it has not ended, after what arrived of it already, `pending`) as `form` says.
+fn streamed(
     head: http::response::Parts,
-    rest_of: Option<(ResponseBody, Bytes)>,
+    inner: Option<ResponseBody>,
+    pending: BytesMut,
     rule: &'static Rule,
-    events: bool,
+    form: StreamForm,
 ) -> http::Response<ResponseBody> {
     let mut headers = crate::protocol::connect::metadata_only(head.headers);
     headers.remove(http::header::ACCEPT_ENCODING);
-    headers.insert(
-        CONTENT_TYPE,
-        if events {
-            rest::EVENT_STREAM
-        } else {
-            rest::NDJSON
-        },
-    );
-    let (inner, pending) = match rest_of {
-        Some((body, first)) => (Some(body), BytesMut::from(&first[..])),
-        None => (None, BytesMut::new()),
+    let content_type = match form {
+        StreamForm::Lines => rest::NDJSON,
+        StreamForm::Events => rest::EVENT_STREAM,
+        StreamForm::Bytes => first_content_type(&pending, rule),
     };
-    let lines = Lines {
+    headers.insert(CONTENT_TYPE, content_type);
+    let messages = Messages {
         inner,
         pending,
         rule,
-        events,
+        form,
     };
-    let mut response = ResponseBody::new(lines).with_headers(headers);
+    let mut response = ResponseBody::new(messages).with_headers(headers);
     *response.extensions_mut() = head.extensions;
     response
+}
+
+/// The content type of the `google.api.HttpBody` whose frame begins `buf`; the default of an
+/// `HttpBody` without one when there is none (a stream without messages).
+fn first_content_type(buf: &[u8], rule: &Rule) -> HeaderValue {
+    let message = match declared_len(buf) {
+        Some((false, len)) if buf.len() >= FRAME_HEADER_LEN + len => {
+            Bytes::copy_from_slice(&buf[FRAME_HEADER_LEN..FRAME_HEADER_LEN + len])
+        }
+        _ => return rest::OCTET_STREAM,
+    };
+    match rest::reply_body(message, rule) {
+        Ok((_, Some(content_type))) => content_type,
+        _ => rest::OCTET_STREAM,
+    }
 }
 
 /// The most of a reply stream's message held while its frame arrives in pieces.
 const MAX_PENDING: usize = 64 * 1024 * 1024;
 
-/// A gRPC-form reply stream of JSON messages as lines of JSON or events, its status, if not
-/// `OK`, as a last line or event.
-struct Lines {
+/// A gRPC-form reply stream of JSON messages in REST's form ([`StreamForm`]), its status, if
+/// not `OK`, as a last line or event.
+struct Messages {
     /// `None` once the stream has ended.
     inner: Option<ResponseBody>,
     /// What arrived of frames not yet whole.
     pending: BytesMut,
     rule: &'static Rule,
-    events: bool,
+    form: StreamForm,
 }
 
-impl Lines {
-    /// The lines of the whole frames in `pending`.
-    fn lines(&mut self) -> Result<BytesMut, Status> {
+impl Messages {
+    /// The whole frames in `pending`, in REST's form.
+    fn written(&mut self) -> Result<BytesMut, Status> {
         let mut out = BytesMut::new();
-        while self.pending.len() >= FRAME_HEADER_LEN {
-            let len = u32::from_be_bytes([
-                self.pending[1],
-                self.pending[2],
-                self.pending[3],
-                self.pending[4],
-            ]) as usize;
-            if self.pending[0] != 0 {
+        while let Some((compressed, len)) = declared_len(&self.pending) {
+            if compressed {
                 return Err(Status::internal("the reply is compressed"));
             }
             if len > MAX_PENDING {
@@ -529,22 +582,28 @@ impl Lines {
             self.pending.advance(FRAME_HEADER_LEN);
             let message = self.pending.split_to(len).freeze();
             let (body, _) = rest::reply_body(message, self.rule)?;
-            rest::stream_message(&body, self.events, &mut out);
+            match self.form {
+                StreamForm::Bytes => out.extend_from_slice(&body),
+                StreamForm::Lines | StreamForm::Events => {
+                    rest::stream_message(&body, self.form == StreamForm::Events, &mut out)
+                }
+            }
         }
         Ok(out)
     }
 
-    /// The stream's end with `status`: nothing for `OK`, else its last line.
+    /// The stream's end with `status`: nothing for `OK`, else its last line (or event).
     fn end(&mut self, status: Option<Status>) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
         self.inner = None;
+        let events = self.form == StreamForm::Events;
         match status.filter(|status| status.code() != Code::Ok) {
-            Some(status) => Poll::Ready(Some(Ok(Frame::data(rest::ending(&status, self.events))))),
+            Some(status) => Poll::Ready(Some(Ok(Frame::data(rest::ending(&status, events))))),
             None => Poll::Ready(None),
         }
     }
 }
 
-impl http_body::Body for Lines {
+impl http_body::Body for Messages {
     type Data = Bytes;
     type Error = Status;
 
@@ -555,9 +614,9 @@ impl http_body::Body for Lines {
         let this = self.get_mut();
         loop {
             if !this.pending.is_empty() {
-                match this.lines() {
-                    Ok(lines) if lines.is_empty() => {}
-                    Ok(lines) => return Poll::Ready(Some(Ok(Frame::data(lines.freeze())))),
+                match this.written() {
+                    Ok(written) if written.is_empty() => {}
+                    Ok(written) => return Poll::Ready(Some(Ok(Frame::data(written.freeze())))),
                     Err(status) => return this.end(Some(status)),
                 }
             }
