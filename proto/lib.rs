@@ -185,26 +185,9 @@ impl transcoding::v1::echo_server::Echo for TranscodingEcho {
         &self,
         request: fastgrpc::Request<transcoding::v1::EchoRequest>,
     ) -> impl fastgrpc::RpcFuture<Self::WatchStream> {
-        use futures_util::StreamExt as _;
         let request = request.into_inner();
-        let interval = request.interval.map(std_duration).unwrap_or_default();
-        let (count, fail_code) = (request.count, request.fail_code);
-        let copies = futures_util::stream::unfold(0, move |sent| {
-            let request = request.clone();
-            async move {
-                if sent >= count {
-                    return None;
-                }
-                if sent > 0 && !interval.is_zero() {
-                    tokio::time::sleep(interval).await;
-                }
-                Some((Ok(request), sent + 1))
-            }
-        });
-        let end = futures_util::stream::iter(
-            (fail_code != 0).then(|| Err(echo_failure(fail_code, "watch failed"))),
-        );
-        let stream: Self::WatchStream = Box::pin(copies.chain(end));
+        let copy = request.clone();
+        let stream = paced(&request, "watch failed", move |_| copy.clone());
         fastgrpc::FastFuture::ok(fastgrpc::Response::new(stream))
     }
 
@@ -223,35 +206,19 @@ impl transcoding::v1::echo_server::Echo for TranscodingEcho {
         &self,
         request: fastgrpc::Request<transcoding::v1::EchoRequest>,
     ) -> impl fastgrpc::RpcFuture<Self::DownloadPiecesStream> {
-        use futures_util::StreamExt as _;
         let request = request.into_inner();
-        let interval = request.interval.map(std_duration).unwrap_or_default();
-        let (count, fail_code, name) = (request.count, request.fail_code, request.name);
-        let pieces = futures_util::stream::unfold(0, move |sent| {
-            let name = name.clone();
-            async move {
-                if sent >= count {
-                    return None;
-                }
-                if sent > 0 && !interval.is_zero() {
-                    tokio::time::sleep(interval).await;
-                }
-                let piece = google::api::HttpBody {
-                    content_type: if sent == 0 {
-                        "text/plain".into()
-                    } else {
-                        String::new()
-                    },
-                    data: format!("piece {sent} of {name};").into_bytes(),
-                    extensions: Vec::new(),
-                };
-                Some((Ok(piece), sent + 1))
+        let name = request.name.clone();
+        let stream = paced(&request, "download failed", move |sent| {
+            google::api::HttpBody {
+                content_type: if sent == 0 {
+                    "text/plain".into()
+                } else {
+                    String::new()
+                },
+                data: format!("piece {sent} of {name};").into_bytes(),
+                extensions: Vec::new(),
             }
         });
-        let end = futures_util::stream::iter(
-            (fail_code != 0).then(|| Err(echo_failure(fail_code, "download failed"))),
-        );
-        let stream: Self::DownloadPiecesStream = Box::pin(pieces.chain(end));
         fastgrpc::FastFuture::ok(fastgrpc::Response::new(stream))
     }
 
@@ -266,6 +233,35 @@ impl transcoding::v1::echo_server::Echo for TranscodingEcho {
             ..Default::default()
         }))
     }
+}
+
+/// The stream `Watch` and `DownloadPieces` send: `request.count` items made by `item` from
+/// their index, `request.interval` apart, then `failure` with `request.fail_code` unless it
+/// is 0.
+fn paced<T: Send + 'static>(
+    request: &transcoding::v1::EchoRequest,
+    failure: &'static str,
+    item: impl Fn(u32) -> T + Send + Sync + 'static,
+) -> fastgrpc::BoxStream<T> {
+    use futures_util::StreamExt as _;
+    let interval = request.interval.map(std_duration).unwrap_or_default();
+    let (count, fail_code) = (request.count, request.fail_code);
+    let item = std::sync::Arc::new(item);
+    let items = futures_util::stream::unfold(0, move |sent| {
+        let item = std::sync::Arc::clone(&item);
+        async move {
+            if sent >= count {
+                return None;
+            }
+            if sent > 0 && !interval.is_zero() {
+                tokio::time::sleep(interval).await;
+            }
+            Some((Ok(item(sent)), sent + 1))
+        }
+    });
+    let end =
+        futures_util::stream::iter((fail_code != 0).then(|| Err(echo_failure(fail_code, failure))));
+    Box::pin(items.chain(end))
 }
 
 /// A non-negative protobuf duration as the standard library's; zero for a negative one.
