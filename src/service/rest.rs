@@ -656,3 +656,38 @@ pub(crate) fn in_rest_form(response: http::Response<ResponseBody>) -> http::Resp
         None => response,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame_header(flag: u8, len: u32) -> Vec<u8> {
+        let mut header = vec![flag];
+        header.extend_from_slice(&len.to_be_bytes());
+        header
+    }
+
+    #[test]
+    fn a_reply_stream_s_answer_waits_for_a_whole_frame_or_one_it_refuses() {
+        assert_eq!(declared_len(&[0, 0, 0]), None, "a header in pieces");
+        assert!(!holds_a_message(&[0, 0, 0]));
+
+        let mut frame = frame_header(0, 3);
+        assert_eq!(declared_len(&frame), Some((false, 3)));
+        frame.extend_from_slice(b"ab");
+        assert!(!holds_a_message(&frame), "two bytes of three");
+        frame.push(b'c');
+        assert!(holds_a_message(&frame));
+        assert!(holds_a_message(&frame_header(0, 0)), "an empty message");
+
+        // What the stream refuses is not waited for: the answer says so at once.
+        assert_eq!(declared_len(&frame_header(1, 9)), Some((true, 9)));
+        assert!(holds_a_message(&frame_header(1, 9)), "compressed");
+        let too_large = u32::try_from(MAX_PENDING + 1).unwrap();
+        assert!(
+            holds_a_message(&frame_header(0, too_large)),
+            "over the bound"
+        );
+        assert!(!holds_a_message(&frame_header(0, too_large - 1)));
+    }
+}
