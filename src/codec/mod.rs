@@ -139,15 +139,23 @@ pub(crate) struct FrameHeader {
 }
 
 impl FrameHeader {
+    /// The flag byte and the declared length of the frame `frame` begins with, unchecked;
+    /// `None` while its header is incomplete.
+    pub(crate) fn peek(frame: &[u8]) -> Option<(u8, usize)> {
+        let header = frame.first_chunk::<FRAME_HEADER_LEN>()?;
+        let len = u32::from_be_bytes([header[1], header[2], header[3], header[4]]) as usize;
+        Some((header[0], len))
+    }
+
     /// Reads and checks the header at the start of `frame`.
     pub(crate) fn parse(frame: &[u8], max_message_size: usize) -> Result<Self, Status> {
-        let Some(header) = frame.first_chunk::<FRAME_HEADER_LEN>() else {
+        let Some((flag, len)) = Self::peek(frame) else {
             return Err(Status::internal(format!(
                 "truncated request message: {} bytes is shorter than the 5-byte frame header",
                 frame.len()
             )));
         };
-        let compressed = match header[0] {
+        let compressed = match flag {
             0 => false,
             1 => true,
             flag => {
@@ -156,7 +164,6 @@ impl FrameHeader {
                 )));
             }
         };
-        let len = u32::from_be_bytes([header[1], header[2], header[3], header[4]]) as usize;
         if len > max_message_size {
             return Err(too_large(len, max_message_size));
         }

@@ -37,7 +37,7 @@ use super::router::Router;
 use crate::FastFuture;
 use crate::body::{RequestBody, ResponseBody};
 use crate::call::Call;
-use crate::codec::FRAME_HEADER_LEN;
+use crate::codec::{FRAME_HEADER_LEN, FrameHeader};
 use crate::compression::{self, CompressionEncoding, EncodingHeaders};
 use crate::handler::ResponseFuture;
 use crate::protocol::{Format, Protocol, rest};
@@ -495,9 +495,7 @@ impl StreamForm {
 /// The length `buf`'s first frame declares, if its header is there; its message is compressed
 /// (which a REST reply never is) if the flag is set.
 fn declared_len(buf: &[u8]) -> Option<(bool, usize)> {
-    let header = buf.get(..FRAME_HEADER_LEN)?;
-    let len = u32::from_be_bytes([header[1], header[2], header[3], header[4]]) as usize;
-    Some((header[0] != 0, len))
+    FrameHeader::peek(buf).map(|(flag, len)| (flag != 0, len))
 }
 
 /// Whether `buf` begins with a whole frame, or with a frame header the stream refuses (too
