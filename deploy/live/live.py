@@ -58,8 +58,10 @@ KILL_WINDOW = 5.0
 KILL_NOTICE = 0.5
 
 # What an aged-out connection may live beyond its age and its longest call: the GOAWAYs' and
-# the PING's round trips, the sampling of connections every 0.1 s, a loaded machine's delays.
-DRAIN_MARGIN = 2.0
+# the PING's round trips, a cancel's way through the proxy (a client ends its call at once; the
+# replica learns it when the proxy forwards it), the sampling of connections every 0.1 s, a
+# loaded machine's delays. Connections that never aged out would live the whole run (15 s).
+DRAIN_MARGIN = 3.0
 
 # name: (replica flags, exit bound in seconds after SIGTERM, restarts?, kill?, seconds of load
 # without restarts)
