@@ -375,7 +375,9 @@ def run(proxy_kind, scenario, server, workdir):
         longest_call = max(end - start for _, start, end, _, _ in load.calls)
         bound = age * 1.1 + longest_call + DRAIN_MARGIN
         figures["longest_call_s"] = round(longest_call, 2)
-        if lifetimes and lifetimes[-1] > bound:
+        # Runs on this machine stay within 1 s of age and call; beyond it, say what was in
+        # flight, whether or not the bound holds.
+        if lifetimes and lifetimes[-1] > age * 1.1 + longest_call + 1:
             for kind in ("slow", "fast", "watch"):
                 spans = sorted((end - start, start - started) for k, start, end, _, _ in load.calls if k == kind)
                 log(f"{proxy_kind}/{scenario}: longest {kind} calls (s, started at +s): "
