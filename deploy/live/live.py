@@ -382,7 +382,7 @@ def run(proxy_kind, scenario, server, workdir):
                 spans = sorted((end - start, start - started) for k, start, end, _, _ in load.calls if k == kind)
                 log(f"{proxy_kind}/{scenario}: longest {kind} calls (s, started at +s): "
                     f"{[(round(a, 2), round(b, 2)) for a, b in spans[-3:]]}")
-            log(f"{proxy_kind}/{scenario}: longest connections (s, started at +s): "
+            log(f"{proxy_kind}/{scenario}: longest connections (s, replica port, first seen at +s): "
                 f"{connections.longest(started, 5)}")
         assert lifetimes and lifetimes[-1] <= bound, (
             f"{proxy_kind}/{scenario}: a connection lived {lifetimes[-1]:.2f} s "
