@@ -237,15 +237,18 @@ class Connections:
             self.open = still_open
             time.sleep(0.1)
 
+    def spans(self, since):
+        """Each connection first seen after `since`: (seconds seen for, replica port, seconds
+        after `since` first seen)."""
+        return [(last - first, port, first - since) for first, last, port in self.seen if first >= since]
+
     def lifetimes(self, since):
         """Seconds each connection first seen after `since` was seen for."""
-        return [last - first for first, last, _ in self.seen if first >= since]
+        return [lived for lived, _, _ in self.spans(since)]
 
     def longest(self, since, count):
-        """The `count` longest-lived connections first seen after `since`: (seconds lived,
-        replica port, seconds after `since` first seen)."""
-        spans = [(last - first, port, round(first - since, 2)) for first, last, port in self.seen if first >= since]
-        return [(round(a, 2), port, at) for a, port, at in sorted(spans, reverse=True)[:count]]
+        """The `count` longest-lived connections of `spans`, rounded."""
+        return [(round(lived, 2), port, round(at, 2)) for lived, port, at in sorted(self.spans(since), reverse=True)[:count]]
 
 
 class Load:
