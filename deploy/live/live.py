@@ -26,6 +26,7 @@ Usage: live.py --proxy haproxy|nginx --scenario NAME --server PATH --out FILE.js
 import argparse
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -80,7 +81,22 @@ def log(*parts):
 
 
 def free_port():
-    with socket.socket() as s:
+    """A free port below the kernel's ephemeral range. A replica restarts on its port, and while
+    it is down the kernel could give that port, were it ephemeral, to one of the proxy's own
+    connections to another replica: the restart would then fail to bind, and the sampler would
+    count the proxy's connection as one to the replica."""
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        first_ephemeral = int(f.read().split()[0])
+    candidates = list(range(min(10000, first_ephemeral // 2), first_ephemeral))
+    random.shuffle(candidates)
+    for port in candidates[:200]:
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as s:  # none free below the range: any port will do
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
