@@ -1049,11 +1049,22 @@ async fn get_is_refused_for_methods_with_side_effects_and_bad_queries() {
         "encoding=proto&base64=1&message=!!",
         "encoding=yaml&message=x",
         "encoding=json&message=%7Bnope",
+        "encoding&message=x",
+        "message=x&encoding=",
     ] {
         let response = get(&server, &format!("/jsontest.JsonTest/Echo?{bad}")).await;
         assert_eq!(response.status, 400, "{bad}: {response:?}");
         assert_eq!(error_of(&response)["code"], "invalid_argument", "{bad}");
     }
+    // The first `encoding` is the one, for the format the call answers in and the one its
+    // message is read in alike.
+    let response = get(
+        &server,
+        "/jsontest.JsonTest/Echo?encoding=json&message=%7B%7D&encoding=yaml",
+    )
+    .await;
+    assert_eq!(response.status, 200, "{response:?}");
+    assert_eq!(body_json(&response), json!({}));
     // A GET that is not Connect's is what it always was: 405.
     let response = get(&server, "/jsontest.JsonTest/Echo?x=1").await;
     assert_eq!(response.status, 405);

@@ -22,8 +22,25 @@ use crate::metadata::ErrorHeaders;
 pub(crate) const PROTOCOL_VERSION: &str = "connect-protocol-version";
 /// `connect-timeout-ms`: the call's timeout in milliseconds, at most 10 digits.
 pub(crate) const TIMEOUT_MS: &str = "connect-timeout-ms";
+
 /// The `content-type` of an error answer.
 pub(crate) const JSON_CONTENT_TYPE: HeaderValue = HeaderValue::from_static("application/json");
+
+/// The first `encoding` parameter of a GET's query, empty if it has no `=`: what makes the GET
+/// Connect's, and names its format. The head's reading and the whole query's use this one, so
+/// they agree on which GETs are Connect's.
+pub(crate) fn get_encoding(query: &str) -> Option<&str> {
+    // Bytes, not `str::split`: this runs for every GET with a query, REST's included.
+    let value = query.as_bytes().split(|&b| b == b'&').find_map(|pair| {
+        match pair.strip_prefix(b"encoding")? {
+            [] => Some(&[][..]),
+            [b'=', value @ ..] => Some(value),
+            _ => None,
+        }
+    })?;
+    // Cut at ASCII `&` and `=`, the value is still UTF-8.
+    std::str::from_utf8(value).ok()
+}
 
 /// A code's name in Connect: gRPC's, in lower snake case (with `canceled` spelt so).
 pub(crate) fn code_name(code: Code) -> &'static str {
@@ -294,6 +311,26 @@ pub(crate) fn parse_timeout_ms(value: &HeaderValue) -> Result<Duration, Status> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_get_s_encoding_is_its_first_encoding_parameter() {
+        assert_eq!(get_encoding("encoding=json&message=x"), Some("json"));
+        assert_eq!(
+            get_encoding("message=x&encoding=proto&encoding=json"),
+            Some("proto")
+        );
+        assert_eq!(get_encoding("encoding&message=x"), Some(""));
+        assert_eq!(get_encoding("message=x&encoding="), Some(""));
+        for not_connect in [
+            "",
+            "message=x",
+            "encodings=json",
+            "xencoding=json",
+            "Encoding=json",
+        ] {
+            assert_eq!(get_encoding(not_connect), None, "{not_connect}");
+        }
+    }
 
     #[test]
     fn error_headers_stay_headers_and_the_status_metadata_becomes_trailers() {

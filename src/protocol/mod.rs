@@ -131,13 +131,8 @@ impl Wire {
     /// What a GET with `query` speaks: Connect's unary protocol if the query names an
     /// `encoding` (JSON if it is `json`; a wrong one is refused when the query is read whole).
     fn of_get(query: &str) -> Option<Wire> {
-        // Bytes, not `str::split`: this runs for every GET with a query, REST's included.
-        let encoding = query
-            .as_bytes()
-            .split(|&b| b == b'&')
-            .find_map(|pair| pair.strip_prefix(b"encoding="))?;
-        let format = match encoding {
-            b"json" => Format::Json,
+        let format = match connect::get_encoding(query)? {
+            "json" => Format::Json,
             _ => Format::Proto,
         };
         Some(Wire {

@@ -100,7 +100,7 @@ pub(crate) fn get_request(
     // A clone shares the URI's bytes: the parameters borrow it while the request moves on.
     let uri = request.uri().clone();
     let query = uri.query()?;
-    let mut encoding = None;
+    let encoding = connect::get_encoding(query)?;
     let mut message = None;
     let mut base64 = false;
     let mut compression = None;
@@ -108,7 +108,6 @@ pub(crate) fn get_request(
     for pair in query.split('&') {
         let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
         match name {
-            "encoding" => encoding = Some(value),
             "message" => message = Some(value),
             "base64" => base64 = value == "1",
             "compression" => compression = Some(value),
@@ -116,7 +115,7 @@ pub(crate) fn get_request(
             _ => {}
         }
     }
-    let format = match encoding? {
+    let format = match encoding {
         "proto" => Format::Proto,
         "json" => Format::Json,
         other => {
