@@ -77,10 +77,9 @@ impl Wire {
         if let Some(wire) = Wire::connect(value) {
             return Some(wire);
         }
-        let media = match value.iter().position(|&b| b == b';') {
-            Some(end) => value[..end].trim_ascii_end(),
-            None => value,
-        };
+        // Whitespace before parameters, or where none follow, is not part of the media type.
+        let end = value.iter().position(|&b| b == b';').unwrap_or(value.len());
+        let media = value[..end].trim_ascii_end();
         let wire = |protocol, format| Some(Wire { protocol, format });
         if let Some(rest) = media.strip_prefix(b"application/grpc") {
             let (protocol, subtype) = if let Some(rest) = rest.strip_prefix(b"-web-text") {
@@ -266,6 +265,9 @@ mod tests {
             ("application/grpc+proto", Grpc, Proto),
             ("application/grpc+json", Grpc, Json),
             ("application/grpc;charset=utf-8", Grpc, Proto),
+            ("application/grpc ", Grpc, Proto),
+            ("application/grpc-web-text\t", GrpcWebText, Proto),
+            ("application/proto  ", ConnectUnary, Proto),
             ("application/grpc-web", GrpcWeb, Proto),
             ("application/grpc-web+proto", GrpcWeb, Proto),
             ("application/grpc-web+json", GrpcWeb, Json),
