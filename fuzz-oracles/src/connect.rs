@@ -125,10 +125,17 @@ pub fn connect_call(data: &[u8]) {
     let headers = response.headers().clone();
     let answer = drain(response.into_body());
     if get {
-        // Its own reading is the unit tests'; here, a clear answer of some kind.
+        // Its own reading is the unit tests'; here, a clear answer of some kind, and never in
+        // gRPC's form, which a Connect client cannot read.
         assert!(
             [200, 400, 404, 405, 429, 500, 501].contains(&status.as_u16()),
             "GET answered {status}"
+        );
+        assert!(
+            !headers
+                .get(http::header::CONTENT_TYPE)
+                .is_some_and(|value| value.as_bytes().starts_with(b"application/grpc")),
+            "GET answered in gRPC's form: {headers:?}"
         );
         return;
     }
