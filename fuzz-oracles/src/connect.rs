@@ -235,12 +235,15 @@ fn assert_echoed(method: &str, json: bool, request: &[u8], reply: &[u8]) {
     }
 }
 
-/// `reply` encodes the message `request` decodes to (compared as encodings: a NaN is not
-/// equal to itself).
-fn same_proto<M: Message + Default>(request: &[u8], reply: &[u8]) {
+/// `reply` encodes the message `request` decodes to: equal as messages, or, for a message
+/// with a NaN (not equal to itself), as encodings. Messages first, since a map of more than one
+/// entry is a `HashMap`, which two equal messages may encode in different orders.
+fn same_proto<M: Message + Default + PartialEq>(request: &[u8], reply: &[u8]) {
     let request = M::decode(request).expect("the server decoded it");
     let reply = M::decode(reply).expect("a reply decodes");
-    assert_eq!(request.encode_to_vec(), reply.encode_to_vec());
+    if request != reply {
+        assert_eq!(request.encode_to_vec(), reply.encode_to_vec());
+    }
 }
 
 /// `reply` is what writing the message `request` reads as gives.
